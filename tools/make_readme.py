@@ -1,0 +1,45 @@
+"""Generate README.md from nbs/index.ipynb without Quarto (`nbdev_readme` needs it).
+
+The landing notebook is executed (with execnb, the executor nbdev itself uses, so no Jupyter kernel
+is needed), cells marked `#| hide` are dropped, `#|` directive lines are removed, and nbconvert's
+markdown exporter writes the result. Run it as `python tools/make_readme.py` (or `make readme`).
+"""
+import os, re, sys
+from pathlib import Path
+
+import nbformat
+from execnb.nbio import read_nb, write_nb
+from execnb.shell import CaptureShell
+from nbconvert import MarkdownExporter
+
+ROOT = Path(__file__).resolve().parents[1]
+DIRECTIVE = re.compile(r"^\s*#\|.*$\n?", re.M)
+
+
+def _hidden(cell) -> bool:
+    "True for cells nbdev would hide from the docs."
+    return any(re.match(r"\s*#\|\s*(hide|export|exporti)\b", l) for l in cell.source.splitlines()[:5])
+
+
+def main(src: Path = ROOT / "nbs" / "index.ipynb", dest: Path = ROOT / "README.md") -> None:
+    "Execute `src` and write its visible cells as markdown to `dest`."
+    nb = read_nb(src)
+    cwd = os.getcwd()
+    os.chdir(src.parent)                     # notebooks run from nbs/, as nbdev_test runs them
+    try: CaptureShell().run_all(nb, exc_stop=True)
+    finally: os.chdir(cwd)
+    nb.cells = [c for c in nb.cells if not _hidden(c)]
+    for c in nb.cells: c.source = DIRECTIVE.sub("", c.source)
+    tmp = dest.with_suffix(".tmp.ipynb")
+    write_nb(nb, tmp)
+    node = nbformat.read(tmp, as_version=4)
+    tmp.unlink()
+    node.metadata["language_info"] = {"name": "python"}   # so code blocks are fenced as python
+    body, _ = MarkdownExporter().from_notebook_node(node)
+    body = re.sub(r"\]\((\d\d_\w+\.ipynb)\)", r"](nbs/\1)", body)   # chapter links, relative to the repo root
+    note = "<!-- Generated from nbs/index.ipynb by tools/make_readme.py (make readme): edit the notebook, not this file. -->\n\n"
+    dest.write_text(note + body.strip() + "\n", encoding="utf-8")
+    print(f"wrote {dest.relative_to(ROOT)}")
+
+
+if __name__ == "__main__": main()
