@@ -1,0 +1,249 @@
+"Trainers: naive and incremental agree (differential), match the CS336 reference, and honour the contract."
+import json
+import random
+import warnings
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bpe_nb.incremental import train_incremental
+from bpe_nb.naive import BPEModel, EarlyStopWarning, MergeProgress, merge_pair, train_naive
+from bpe_nb.pretokenize import count_pretokens, printable_to_bytes
+
+TRAINERS = [train_naive, train_incremental]
+TIE_BREAKS = ["bytes-greater", "ids-smaller"]
+EOT = "<|endoftext|>"
+SPECIALS = [EOT, "<pad>", EOT + EOT]
+
+
+def train_quiet(trainer, *args, **kwargs) -> BPEModel:
+    "Train with progress off and early-stop warnings silenced."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        return trainer(*args, progress=False, **kwargs)
+
+
+def check_layout(m: BPEModel, specials=()):
+    "The id layout every trained model must have."
+    assert len(m.vocab) == 256 + len(m.merges) + len(m.special_tokens)
+    assert all(m.vocab[i] == bytes([i]) for i in range(256))
+    for k, (a, b) in enumerate(m.merges): assert m.vocab[256 + k] == a + b
+    assert list(m.special_tokens) == list(specials)
+    for j, s in enumerate(specials):
+        assert m.special_tokens[s] == 256 + len(m.merges) + j and m.vocab[m.special_tokens[s]] == s.encode()
+
+
+# ---- generated corpora -------------------------------------------------------------------------
+unicode_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=120)
+words = st.sampled_from(["the", " the", "cat", "aa", "ab", "abab", "low", "lower", "é", "€", "中文", "👍🏽",
+                         "don't", "123", "!!", "\n", "  ", "\t"])
+repetitive = st.tuples(st.lists(words, min_size=1, max_size=6), st.integers(1, 25)).map(
+    lambda t: " ".join(t[0] * t[1]))
+runs = st.lists(st.tuples(st.sampled_from(["a", "x", " ", "é", "\n", "ab"]), st.integers(1, 40)),
+                min_size=1, max_size=4).map(lambda rs: " ".join(c * k for c, k in rs))
+plain = st.one_of(unicode_text, repetitive, runs)
+with_specials = st.lists(st.one_of(plain, st.sampled_from(SPECIALS)), min_size=1, max_size=5).map("".join)
+
+
+@st.composite
+def corpora(draw):
+    "A `(counts, vocab_size, special_tokens)` triple: text corpora of four kinds, or a raw count table."
+    specials = draw(st.sampled_from([(), (EOT,), (EOT, "<pad>"), (EOT + EOT, EOT)]))
+    kind = draw(st.sampled_from(["unicode", "repetitive", "runs", "specials", "raw"]))
+    if kind == "raw":  # arbitrary (even non-UTF-8) pre-tokens with arbitrary counts
+        counts = draw(st.dictionaries(st.binary(min_size=0, max_size=8).map(lambda b: bytes(x % 6 + 97 if x < 200 else x for x in b)),
+                                      st.integers(0, 50), max_size=12))
+    else:
+        text = draw({"unicode": unicode_text, "repetitive": repetitive, "runs": runs, "specials": with_specials}[kind])
+        counts = count_pretokens(text, specials)
+    size = draw(st.integers(256 + len(specials), 256 + len(specials) + 90))
+    return counts, size, specials
+
+
+def assert_same_training(counts, size, specials, tie_break):
+    slow = train_quiet(train_naive, counts, size, specials, tie_break=tie_break)
+    fast = train_quiet(train_incremental, counts, size, specials, tie_break=tie_break)
+    assert fast.merges == slow.merges
+    assert fast.vocab == slow.vocab
+    assert fast.special_tokens == slow.special_tokens
+    assert fast.info["stopped_early"] == slow.info["stopped_early"]
+    check_layout(fast, specials)
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora())
+def test_differential_bytes_greater(case):
+    assert_same_training(*case, "bytes-greater")
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora())
+def test_differential_ids_smaller(case):
+    assert_same_training(*case, "ids-smaller")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"ba", b"aab"]), st.integers(1, 9)), max_size=40),
+       st.sampled_from(TIE_BREAKS))
+def test_differential_many_duplicate_bytes(parts, tie_break):
+    "Pre-tokens over a two-letter alphabet: long, overlapping runs, where different merges can build equal bytes."
+    counts = Counter()
+    for w, n in parts: counts[w * n] += n
+    assert_same_training(dict(counts), 256 + 60, (), tie_break)
+
+
+# ---- the CS336 reference ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def corpus_en_counts(shared_data):
+    return count_pretokens((shared_data / "cs336" / "corpus.en").read_text(encoding="utf-8"), [EOT])
+
+
+@pytest.fixture(scope="module")
+def reference(shared_data):
+    d = shared_data / "cs336"
+    merges = [tuple(printable_to_bytes(t) for t in line.split(" "))
+              for line in (d / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines() if line]
+    vocab = json.loads((d / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    return merges, {printable_to_bytes(k) for k in vocab}
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_cs336_reference(trainer, corpus_en_counts, reference):
+    ref_merges, ref_vocab = reference
+    m = trainer(corpus_en_counts, 500, [EOT], progress=False)
+    assert len(ref_merges) == 243
+    assert m.merges == ref_merges
+    assert set(m.vocab.values()) == ref_vocab
+    assert len(m.vocab) == 500 and m.special_tokens == {EOT: 499}
+    check_layout(m, [EOT])
+
+
+def pair_counts_after(counts, merges):
+    "Replay `merges` (bytes) on the count table and return the pair counts that follow."
+    words = [(list(bytes([x]) for x in w), n) for w, n in counts.items()]
+    for a, b in merges: words = [(merge_pair(w, (a, b), a + b), n) for w, n in words]
+    pc = Counter()
+    for w, n in words:
+        for p in zip(w, w[1:]): pc[p] += n
+    return pc
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_ids_smaller_differs_as_predicted(trainer, corpus_en_counts, reference):
+    ref_merges, _ = reference
+    m = trainer(corpus_en_counts, 500, [EOT], tie_break="ids-smaller", progress=False)
+    assert len(m.merges) == 243 and m.merges != ref_merges
+    k = next(i for i, (x, y) in enumerate(zip(m.merges, ref_merges)) if x != y)
+    # Up to the first difference the models agree; there, both picks are tied at the top count,
+    # and each rule took the pair it prefers.
+    pc = pair_counts_after(corpus_en_counts, m.merges[:k])
+    top = max(pc.values())
+    greater, smaller = ref_merges[k], m.merges[k]
+    assert pc[greater] == pc[smaller] == top
+    tied = [p for p, c in pc.items() if c == top]
+    assert greater == max(tied)                                     # bytes-greater: greatest bytes
+    ids = {b: i for i, b in sorted(m.vocab.items(), reverse=True)}  # model ids (first id of each bytes)
+    assert smaller == min(tied, key=lambda p: (ids[p[0]], ids[p[1]]))  # ids-smaller: smallest ids
+
+
+# ---- the contract ------------------------------------------------------------------------------
+@given(st.text(alphabet="abx", max_size=30), st.sampled_from(["ab", "xx", "ba", "aa"]))
+@settings(max_examples=200, deadline=None)
+def test_merge_pair_is_one_left_to_right_pass(s, pair):
+    "On one-character symbols, merging is exactly `str.replace` (non-overlapping, left to right)."
+    out = merge_pair(list(s), tuple(pair), pair.upper())
+    assert "".join(out) == s.replace(pair, pair.upper())
+    assert len(out) == len(s) - s.count(pair)
+
+
+def test_merge_pair_examples():
+    assert merge_pair((b"x",) * 3, (b"x", b"x"), b"xx") == [b"xx", b"x"]
+    assert merge_pair([1, 2, 1, 2], (1, 2), 9) == [9, 9]
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_worked_examples(trainer):
+    q = dict(progress=False)
+    assert trainer(count_pretokens("low lower"), 260, **q).merges == [(b"o", b"w"), (b"l", b"ow"), (b"low", b"e"), (b"lowe", b"r")]
+    m = trainer(count_pretokens("ab ab ab"), 259, [EOT], **q)
+    assert m.merges == [(b"a", b"b"), (b" ", b"ab")] and m.vocab[256] == b"ab" and m.vocab[257] == b" ab"
+    assert m.special_tokens == {EOT: 258} and m.vocab[258] == EOT.encode()
+    assert trainer({b"cab": 1}, 257, **q).merges == [(b"c", b"a")]
+    assert trainer({b"cab": 1}, 257, tie_break="ids-smaller", **q).merges == [(b"a", b"b")]
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_early_stop_is_recorded_and_announced(trainer):
+    with pytest.warns(EarlyStopWarning, match="after 1 of 44 planned merges"):
+        m = trainer(count_pretokens("ab\nab\nab\nab\nab"), 300, progress=False)
+    assert m.merges == [(b"a", b"b")] and m.vocab_size == 257
+    assert m.info["stopped_early"] and (m.info["merges_planned"], m.info["merges_learned"]) == (44, 1)
+    assert m.info["vocab_size_requested"] == 300 and m.info["vocab_size"] == 257
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_sizes(trainer):
+    with pytest.raises(ValueError, match="vocab_size=257 is smaller than 256 bytes \\+ 2"):
+        trainer({b"ab": 1}, 257, [EOT, "<pad>"])
+    with pytest.raises(ValueError, match="vocab_size=100"):
+        trainer({b"ab": 1}, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # zero merges planned is not an early stop
+        m = trainer({b"ab": 5}, 258, [EOT, "<pad>"], progress=False)
+    assert m.merges == [] and m.special_tokens == {EOT: 256, "<pad>": 257} and not m.info["stopped_early"]
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("args, error, message", [
+    (({b"ab": 1}, 300, EOT), TypeError, "special_tokens must be a sequence"),
+    (({b"ab": 1}, 300, ["<s>", "<s>"]), ValueError, "'<s>' is given more than once"),
+    (({b"ab": 1}, 300, [""]), ValueError, "non-empty"),
+    (({b"ab": 1}, "300"), TypeError, "vocab_size must be an int, got '300'"),
+    (({"ab": 1}, 300), TypeError, "pre-tokens must be bytes, got 'ab'"),
+    (({b"ab": -2}, 300), ValueError, "count of b'ab' is negative: -2"),
+    (({b"ab": 1.0}, 300), TypeError, "count of b'ab' must be an int"),
+    (([b"ab"], 300), TypeError, "counts must be a mapping"),
+])
+def test_bad_arguments(trainer, args, error, message):
+    with pytest.raises(error, match=message): trainer(*args, progress=False)
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_bad_tie_break_and_progress(trainer):
+    with pytest.raises(ValueError, match="'first-seen'"): trainer({b"ab": 1}, 300, tie_break="first-seen")
+    with pytest.raises(TypeError, match="progress must be None, True, False or a callable, got 'yes'"):
+        trainer({b"ab": 1}, 300, progress="yes")
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_progress(trainer, capsys):
+    counts = count_pretokens("the cat sat on the mat with the hat " * 4)
+    seen = []
+    m = trainer(counts, 270, progress=seen.append)
+    assert [s.done for s in seen] == list(range(1, 15)) and all(isinstance(s, MergeProgress) for s in seen)
+    assert all(s.planned == 14 for s in seen)
+    assert [s.pair for s in seen] == m.merges
+    assert seen[0].count == max(s.count for s in seen)
+    trainer(counts, 270, progress=False)
+    assert capsys.readouterr().err == ""
+    trainer(counts, 270)                          # the default: a tqdm bar on stderr
+    err = capsys.readouterr().err
+    assert "14/14" in err and trainer.__name__.split("_")[1] in err
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_deterministic_whatever_the_table_order(trainer, tinystories_sample):
+    text = tinystories_sample.read_text(encoding="utf-8")[:100_000]
+    counts = count_pretokens(text, [EOT])
+    items = list(counts.items())
+    random.Random(7).shuffle(items)
+    a = trainer(counts, 400, [EOT], progress=False)
+    b = trainer(dict(items), 400, [EOT], progress=False)
+    assert a == b and a.merges == b.merges and a.vocab == b.vocab
+
+
+def test_models_compare_without_info():
+    a = train_naive({b"abc": 2}, 258, progress=False)
+    b = train_incremental({b"abc": 2}, 258, progress=False)
+    assert a.info["trainer"] != b.info["trainer"] and a == b
