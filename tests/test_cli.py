@@ -1,0 +1,346 @@
+"""End-to-end tests of the `bpe-nb` command line, run in subprocesses as a user runs it.
+
+Most tests run `python -m bpe_nb.cli ...` with the test interpreter; `test_console_script_*` use the
+installed `bpe-nb` script found next to `sys.executable`. Corpora are small and vocabularies tiny, so
+the whole file runs in well under a minute.
+"""
+import fcntl
+import json
+import os
+import pty
+import select
+import struct
+import termios
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "bpe_nb" / "data" / "tinystories_sample_1M.txt"
+CONSOLE_SCRIPT = Path(sys.executable).parent / "bpe-nb"
+VOCAB = 400
+EOT = "<|endoftext|>"
+
+
+def cli(*args, stdin: bytes | None = None, env: dict | None = None, cwd=None, script: bool = False):
+    "Run bpe-nb with `args` in a subprocess; return the CompletedProcess (stdout and stderr as bytes)."
+    cmd = [str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "bpe_nb.cli"]
+    return subprocess.run(cmd + [str(a) for a in args], input=stdin if stdin is not None else b"",
+                          capture_output=True, timeout=120, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+def ok(p) -> str:
+    "Assert success with nothing on stderr (stderr is a pipe: no progress bars); return stdout as text."
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    assert p.stderr == b"", p.stderr.decode(errors="replace")
+    return p.stdout.decode("utf-8")
+
+
+def fails(p, status: int, *fragments: str) -> str:
+    "Assert exit `status` and a one-line `bpe-nb: error:` message holding every fragment; return it."
+    err = p.stderr.decode("utf-8", errors="replace")
+    assert p.returncode == status, (p.returncode, err)
+    assert "Traceback" not in err, err
+    assert err.endswith("\n") and err.count("\n") == 1, f"not one line: {err!r}"
+    assert err.startswith("bpe-nb: error: "), err
+    for f in fragments: assert f in err, (f, err)
+    return err
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    "A directory with a small corpus: TinyStories stories plus lines that stress line handling."
+    d = tmp_path_factory.mktemp("cli")
+    stories = SAMPLE.read_bytes()[:60_000]
+    stories = stories[: stories.rfind(b"\n") + 1].decode("utf-8")
+    extra = ("Crème brûlée, naïve café — 中文文本 and emoji 👍🏽!\r\n"
+             "indented:\n    four spaces\n\n\n\ttab\n"
+             f"two docs{EOT}in one line\n"
+             "last line without a newline")
+    (d / "corpus.txt").write_text(stories + extra, encoding="utf-8", newline="")
+    return d
+
+
+@pytest.fixture(scope="module")
+def trained(work) -> tuple[Path, str]:
+    "Train once for the module: the tokenizer path and the summary printed."
+    tok = work / "tok.json"
+    out = ok(cli("train", work / "corpus.txt", "--vocab-size", VOCAB, "--workers", 1, "--out", tok))
+    assert tok.is_file()
+    return tok, out
+
+
+def load_tokenizer(path):
+    from bpe_nb.artifacts import load
+    return load(path)
+
+
+# ---------------------------------------------------------------- train
+
+def test_train_summary(work, trained):
+    tok_path, out = trained
+    tok = load_tokenizer(tok_path)
+    assert len(tok.vocab) == VOCAB and tok.special_tokens == {EOT: VOCAB - 1}
+    assert f"{VOCAB - 257:,} learned of {VOCAB - 257:,} planned" in out
+    assert "stopped early" not in out
+    for stage in ("count", "merge", "save", "total"): assert f"{stage} " in out.split("time:")[1].split("\n")[0]
+    assert f"saved:          {tok_path}" in out
+    # the 10 longest tokens, longest first, in printable form
+    lines = out.split("longest tokens:")[1].splitlines()[1:11]
+    lengths = [int(l.split()[1]) for l in lines]
+    assert len(lines) == 10 and lengths == sorted(lengths, reverse=True)
+    assert max(len(b) for i, b in tok.vocab.items() if i != VOCAB - 1) == lengths[0]
+    # the compression figure is what the saved tokenizer really gives on the whole corpus
+    text = (work / "corpus.txt").read_bytes().decode("utf-8")
+    n_bytes, n_tokens = len(text.encode()), len(tok.encode(text))
+    assert f"({n_bytes:,} bytes -> {n_tokens:,} tokens, the whole corpus)" in out
+    assert f"{n_bytes / n_tokens:.2f} bytes per token" in out
+
+
+def test_train_is_deterministic_and_matches_the_library(work, trained, tmp_path):
+    "Same corpus and settings: byte-identical artifact, whatever the trainer or the number of workers."
+    tok_path, _ = trained
+    again = tmp_path / "again.json"
+    ok(cli("train", work / "corpus.txt", "--vocab-size", VOCAB, "--workers", 2, "--trainer", "naive", "--out", again))
+    assert again.read_bytes() == tok_path.read_bytes()
+
+
+def test_train_early_stop_is_reported(tmp_path):
+    (tmp_path / "tiny.txt").write_text("ab\nab\nab\nab\nab", encoding="utf-8")
+    out = ok(cli("train", tmp_path / "tiny.txt", "--vocab-size", 300, "--no-special-tokens",
+                 "--out", tmp_path / "t.json"))
+    assert "1 learned of 44 planned" in out and "stopped early" in out and "257 entries, not 300" in out
+
+
+def test_train_several_corpora_and_specials(work, tmp_path):
+    (tmp_path / "b.txt").write_text(f"hello world<sep>hello there{EOT}", encoding="utf-8")
+    tok = tmp_path / "t.json"
+    out = ok(cli("train", work / "corpus.txt", tmp_path / "b.txt", "--vocab-size", 300, "--special-token", EOT,
+                 "--special-token", "<sep>", "--tie-break", "ids-smaller", "--out", tok))
+    assert "2 files" in out
+    t = load_tokenizer(tok)
+    assert t.special_tokens == {EOT: 298, "<sep>": 299}
+
+
+def test_train_on_the_bundled_sample_by_default(tmp_path):
+    "No CORPUS: the TinyStories sample inside the package (run from an empty directory)."
+    out = ok(cli("train", "--vocab-size", 300, "--out", "t.json", cwd=tmp_path))
+    assert "the bundled TinyStories sample" in out and f"{SAMPLE.stat().st_size:,} bytes" in out
+    assert (tmp_path / "t.json").is_file()
+
+
+# ---------------------------------------------------------------- encode / decode
+
+def test_encode_decode_round_trip(work, trained, tmp_path):
+    tok_path, _ = trained
+    src = work / "corpus.txt"
+    ids = cli("encode", "--tokenizer", tok_path, src)
+    text = ok(ids)
+    # one output line per input line, each the ids of that line (line ending included)
+    lines = src.read_bytes().decode("utf-8").split("\n")
+    expected_lines = [l + "\n" for l in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    out_lines = text.splitlines()
+    assert len(out_lines) == len(expected_lines)
+    tok = load_tokenizer(tok_path)
+    assert [list(map(int, l.split())) for l in out_lines[:50]] == [tok.encode(l) for l in expected_lines[:50]]
+    (tmp_path / "ids.txt").write_bytes(ids.stdout)
+    back = cli("decode", "--tokenizer", tok_path, tmp_path / "ids.txt")
+    ok(back)
+    assert back.stdout == src.read_bytes()                              # exactly, CRLF and last line included
+    # the same through stdin/stdout pipes
+    ids2 = cli("encode", "--tokenizer", tok_path, "-", stdin=src.read_bytes())
+    assert ids2.stdout == ids.stdout
+    assert ok(cli("decode", "--tokenizer", tok_path, stdin=ids.stdout)).encode() == src.read_bytes()
+
+
+def test_encode_to_npy_and_bin(work, trained, tmp_path):
+    tok_path, _ = trained
+    tok = load_tokenizer(tok_path)
+    text = (work / "corpus.txt").read_bytes().decode("utf-8")
+    whole = tok.encode(text)
+    out = ok(cli("encode", "--tokenizer", tok_path, work / "corpus.txt", "--out", tmp_path / "ids.npy", "--workers", 1))
+    assert f"{len(whole):,} ids" in out
+    arr = np.load(tmp_path / "ids.npy")
+    assert arr.dtype == np.uint16 and arr.tolist() == whole
+    ok(cli("encode", "--tokenizer", tok_path, "--out", tmp_path / "ids.bin", "--dtype", "uint32",
+           stdin=text.encode()))
+    assert np.fromfile(tmp_path / "ids.bin", dtype="<u4").tolist() == whole
+    assert tok.decode(arr.tolist()) == text
+
+
+def test_special_tokens_round_trip(trained):
+    tok_path, _ = trained
+    ids = cli("encode", "-t", tok_path, stdin=f"a{EOT}b".encode())
+    assert str(VOCAB - 1) in ok(ids).split()
+    assert ok(cli("decode", "-t", tok_path, stdin=ids.stdout)) == f"a{EOT}b"
+
+
+# ---------------------------------------------------------------- inspect / export
+
+def test_inspect(trained, tmp_path):
+    tok_path, _ = trained
+    out = ok(cli("inspect", tok_path, "--plot", tmp_path / "h.png"))
+    assert f"vocab size:     {VOCAB:,} = 256 single bytes + {VOCAB - 257:,} merges + 1 special token" in out
+    assert f"'{EOT}' = {VOCAB - 1}" in out
+    hist = [l for l in out.split("token lengths:")[1].splitlines() if " B | " in l]
+    assert sum(int(l.rsplit(" ", 1)[1].replace(",", "")) for l in hist) == VOCAB - 1
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_inspect_plot_without_matplotlib(trained, tmp_path):
+    "A clear error, not an ImportError traceback, when matplotlib is missing."
+    fake = tmp_path / "fake"
+    (fake / "matplotlib").mkdir(parents=True)
+    (fake / "matplotlib" / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    p = cli("inspect", trained[0], "--plot", tmp_path / "h.png", env={"PYTHONPATH": str(fake)})
+    assert p.returncode == 1 and b"needs matplotlib" in p.stderr and b"Traceback" not in p.stderr
+    assert not (tmp_path / "h.png").exists()
+
+
+@pytest.mark.parametrize("fmt", ["gpt2", "hf", "tiktoken"])
+def test_export(trained, tmp_path, fmt):
+    tok_path, _ = trained
+    out = ok(cli("export", tok_path, "--format", fmt, "--out", tmp_path / "x"))
+    files = sorted(p.name for p in (tmp_path / "x").iterdir())
+    assert files and all(f in out for f in files)
+    if fmt == "gpt2": assert {"vocab.json", "merges.txt"} <= set(files)
+    if fmt == "hf":
+        from tokenizers import Tokenizer as HFTokenizer
+        hf = HFTokenizer.from_file(str(tmp_path / "x" / "tokenizer.json"))
+        text = "Once upon a time, Lily saw a big dog.\n"
+        assert hf.encode(text).ids == load_tokenizer(tok_path).encode(text)
+
+
+# ---------------------------------------------------------------- help, quiet, console script
+
+@pytest.mark.parametrize("command,options", [
+    ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS"]),
+    ("encode", ["--tokenizer", "--out", "FILE"]),
+    ("decode", ["--tokenizer", "FILE"]),
+    ("inspect", ["--plot", "PATH"]),
+    ("export", ["--format", "--out", "gpt2", "hf", "tiktoken"]),
+])
+def test_help(command, options):
+    out = ok(cli(command, "--help"))
+    assert out.startswith(f"usage: bpe-nb {command}")
+    for o in options: assert o in out
+
+
+def test_top_level_help_and_version():
+    out = ok(cli("--help"))
+    for c in ("train", "encode", "decode", "inspect", "export"): assert c in out
+    import bpe_nb
+    assert ok(cli("--version")).strip() == f"bpe-nb {bpe_nb.__version__}"
+
+
+def run_on_a_terminal(*args) -> tuple[int, bytes]:
+    "Run bpe-nb with stderr on a pseudo-terminal (so progress bars are wanted); return (status, stderr)."
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # 120 columns, as a terminal has
+    p = subprocess.Popen([sys.executable, "-m", "bpe_nb.cli", *map(str, args)], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            try: data = os.read(master, 65536)
+            except OSError: data = b""  # EIO: the child closed the terminal
+            if not data: break
+            chunks.append(data)
+        elif p.poll() is not None: break
+    os.close(master)
+    return p.wait(timeout=120), b"".join(chunks)
+
+
+def test_progress_bars_only_on_a_terminal_and_not_quiet(work, trained, tmp_path):
+    "Bars on a terminal; none with --quiet (before or after the command); none on a pipe (`ok` checks that)."
+    args = ("train", work / "corpus.txt", "--vocab-size", 300, "--workers", 1, "--out", tmp_path / "t.json")
+    status, err = run_on_a_terminal(*args)
+    assert status == 0 and b"merge" in err and b"%|" in err        # tqdm bars were drawn
+    assert run_on_a_terminal(*args, "-q") == (0, b"")
+    assert run_on_a_terminal("--quiet", *args) == (0, b"")
+    status, err = run_on_a_terminal("encode", "--tokenizer", trained[0], work / "corpus.txt")
+    assert status == 0 and b"encode" in err and b"%|" in err
+
+
+def test_console_script_round_trip(trained, tmp_path):
+    "The installed `bpe-nb` script next to the interpreter works like `python -m bpe_nb.cli`."
+    assert CONSOLE_SCRIPT.is_file(), f"{CONSOLE_SCRIPT} missing: pip install -e ."
+    tok_path, _ = trained
+    text = "Tom and Lily went to the park.\nThey played.\n"
+    ids = cli("encode", "--tokenizer", tok_path, stdin=text.encode(), script=True)
+    assert ok(cli("decode", "--tokenizer", tok_path, stdin=ids.stdout, script=True)) == text
+    fails(cli("train", tmp_path / "missing.txt", script=True), 1, "corpus not found")
+
+
+# ---------------------------------------------------------------- every error: status and message
+
+@pytest.fixture(scope="module")
+def bad(work) -> Path:
+    "Broken inputs: invalid UTF-8 text, corrupt tokenizer files, a non-id file."
+    d = work / "bad"
+    d.mkdir()
+    (d / "latin1.txt").write_bytes("fine\nthen caf".encode() + b"\xe9 au lait\n")
+    (d / "garbage.json").write_text("this is not json", encoding="utf-8")
+    (d / "binary.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    (d / "wrong.json").write_text(json.dumps({"hello": "world"}), encoding="utf-8")
+    (d / "ids.txt").write_text("256 10\n12 potato 3\n", encoding="utf-8")
+    (d / "latin1_ids.txt").write_bytes(b"1 2\n3 \xff\n")
+    (d / "big_ids.txt").write_text(f"1 2\n999999\n", encoding="utf-8")
+    (d / "a_file").write_text("x", encoding="utf-8")
+    return d
+
+
+ERRORS = [  # (args, status, fragments of the message); {w}: work dir, {b}: bad dir, {t}: trained tokenizer
+    (["train", "{w}/missing.txt"], 1, ["corpus not found: '{w}/missing.txt'"]),
+    (["train", "{w}"], 1, ["is a directory"]),
+    (["train", "{b}/latin1.txt"], 1, ["invalid UTF-8 at byte offset 13", "latin1.txt"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "256"], 2, ["vocab_size=256 is smaller than 256 bytes + 1"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "ten"], 2, ["--vocab-size", "'ten' is not an integer"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "0"], 2, ["--vocab-size", "'0' must be at least 1"]),
+    (["train", "{w}/corpus.txt", "--trainer", "fast"], 2, ["invalid choice: 'fast'"]),
+    (["train", "{w}/corpus.txt", "--special-token", ""], 2, ["non-empty"]),
+    (["train", "{w}/corpus.txt", "--out", "{w}/no/such/dir/t.json"], 1, ["cannot write tokenizer", "does not exist"]),
+    (["train", "{w}/corpus.txt", "--out", "{w}"], 1, ["cannot write tokenizer", "is a directory"]),
+    (["encode", "--tokenizer", "{w}/missing.json"], 1, ["cannot load tokenizer {w}/missing.json: no such file"]),
+    (["encode", "--tokenizer", "{b}/garbage.json", "{w}/corpus.txt"], 1, ["cannot load tokenizer", "garbage.json"]),
+    (["encode", "--tokenizer", "{b}/binary.json", "{w}/corpus.txt"], 1, ["cannot load tokenizer", "binary.json"]),
+    (["encode", "--tokenizer", "{b}/wrong.json", "{w}/corpus.txt"], 1, ["cannot load tokenizer", "wrong.json"]),
+    (["encode", "--tokenizer", "{t}", "{b}/latin1.txt"], 1, ["invalid UTF-8 at byte offset 13 (line 2)"]),
+    (["encode", "--tokenizer", "{t}", "{b}/latin1.txt", "--out", "{b}/x.npy"], 1, ["invalid UTF-8 at byte offset 13"]),
+    (["encode", "--tokenizer", "{t}", "{w}/missing.txt"], 1, ["input file not found: '{w}/missing.txt'"]),
+    (["encode", "--tokenizer", "{t}", "{w}/corpus.txt", "--out", "{w}/ids.txt"], 2, ["must end in .npy or .bin"]),
+    (["encode", "--tokenizer", "{t}", "{w}/corpus.txt", "--out", "{w}/nope/ids.npy"], 1, ["cannot write ids", "does not exist"]),
+    (["encode", "{w}/corpus.txt"], 2, ["--tokenizer"]),
+    (["decode", "--tokenizer", "{t}", "{b}/ids.txt"], 1, ["line 2: 'potato' is not a token id"]),
+    (["decode", "--tokenizer", "{t}", "{b}/big_ids.txt"], 1, ["line 2", "999999"]),
+    (["decode", "--tokenizer", "{t}", "{b}/latin1_ids.txt"], 1, ["invalid UTF-8 at byte offset 6 (line 2)"]),
+    (["inspect", "{w}/missing.json"], 1, ["cannot load tokenizer", "no such file"]),
+    (["inspect", "{b}/garbage.json"], 1, ["cannot load tokenizer"]),
+    (["inspect", "{t}", "--plot", "{w}/nope/h.png"], 1, ["cannot write plot", "does not exist"]),
+    (["export", "{t}", "--format", "gpt2", "--out", "{b}/a_file"], 1, ["is a file, not a directory"]),
+    (["export", "{t}", "--format", "sentencepiece", "--out", "{w}/x"], 2, ["invalid choice: 'sentencepiece'"]),
+    (["export", "{t}", "--out", "{w}/x"], 2, ["--format"]),
+    ([], 2, ["COMMAND"]),
+    (["tokenize"], 2, ["invalid choice: 'tokenize'"]),
+    (["train", "--frobnicate"], 2, ["unrecognized arguments: --frobnicate"]),
+]
+
+
+@pytest.mark.parametrize("args,status,fragments", ERRORS, ids=[" ".join(a[:1] + a[-1:]) or "none" for a, _, _ in ERRORS])
+def test_errors(work, bad, trained, args, status, fragments):
+    fill = lambda s: s.format(w=work, b=bad, t=trained[0])
+    fails(cli(*map(fill, args)), status, *map(fill, fragments))
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch, capsys):
+    "Ctrl-C anywhere in a command: status 130 and one line, no traceback."
+    from bpe_nb import cli as mod
+    def interrupted(args): raise KeyboardInterrupt
+    monkeypatch.setitem(mod._COMMANDS, "inspect", interrupted)
+    assert mod.main(["inspect", "whatever.json"]) == 130
+    assert capsys.readouterr().err.strip() == "bpe-nb: interrupted"
