@@ -1,0 +1,568 @@
+"Artifacts (chapter 05): native round trips, corrupt files, crash-safe saves, GPT-2 / HF / tiktoken interop."
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tokenizers
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bpe_nb import __version__, artifacts
+from bpe_nb.artifacts import (ArtifactError, SCHEMA, atomic_write, corpus_record, export_gpt2, export_hf,
+                              export_tiktoken, id_layout, import_gpt2, import_hf, load, load_model, native_text, save,
+                              tiktoken_encoding, tiktoken_ranks, training_record)
+from bpe_nb.encoder import Tokenizer
+from bpe_nb.incremental import train_incremental
+from bpe_nb.naive import BPEModel, train_naive
+from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens
+
+EOT = "<|endoftext|>"
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def cs336(shared_data) -> Path:
+    return shared_data / "cs336"
+
+
+@pytest.fixture(scope="module")
+def texts(shared_data) -> dict[str, str]:
+    "Every file of the shared data, as text: prose, code-like merge lists, JSON with escapes, 1 MB of stories."
+    out = {p.relative_to(shared_data).as_posix(): p.read_text(encoding="utf-8")
+           for p in sorted(shared_data.glob("*/*")) if p.is_file()}
+    assert len(out) >= 8 and sum(map(len, out.values())) > 2_000_000
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpt2(cs336) -> Tokenizer:
+    return import_gpt2(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt")
+
+
+@pytest.fixture(scope="module")
+def ts_counts(tinystories_sample):
+    return count_pretokens(tinystories_sample.read_text(encoding="utf-8"), [EOT])
+
+
+@pytest.fixture(scope="module")
+def ts2000(ts_counts) -> BPEModel:
+    "A model trained on the bundled TinyStories sample at vocab 2,000."
+    model = train_incremental(ts_counts, 2000, [EOT], progress=False)
+    assert len(model.vocab) == 2000 and not model.info["stopped_early"]
+    return model
+
+
+@pytest.fixture(scope="module")
+def small() -> BPEModel:
+    return train_naive(count_pretokens("low lower lowest newer wider"), 266, [EOT], progress=False)
+
+
+def same(a, b) -> bool:
+    "Same vocabulary, merges, special tokens and pattern."
+    pa, pb = artifacts._parts(a), artifacts._parts(b)
+    return pa[:4] == pb[:4]
+
+
+# ---------------------------------------------------------------- native round trips
+
+def test_round_trip_is_byte_identical(tmp_path, ts2000, tinystories_sample):
+    record = corpus_record(tinystories_sample)
+    first = save(ts2000, tmp_path / "a.json", training=record)
+    via_tokenizer = save(load(first), tmp_path / "b.json")
+    via_model = save(load_model(first), tmp_path / "c.json")
+    assert first.read_bytes() == via_tokenizer.read_bytes() == via_model.read_bytes()
+    doc = json.loads(first.read_text(encoding="utf-8"))
+    assert doc["training"] == {"bpe_nb_version": __version__, "corpus": "tinystories_sample_1M.txt",
+                               "corpus_bytes": tinystories_sample.stat().st_size,
+                               "corpus_sha256": hashlib.sha256(tinystories_sample.read_bytes()).hexdigest(),
+                               "stopped_early": False, "tie_break": "bytes-greater", "vocab_size": 2000,
+                               "vocab_size_requested": 2000}
+    assert load_model(first) == ts2000 and same(load(first), ts2000)
+
+
+def test_naive_and_incremental_files_are_identical(cs336):
+    counts = count_pretokens((cs336 / "tinystories_sample.txt").read_text(encoding="utf-8"), [EOT])
+    for tie in ("bytes-greater", "ids-smaller"):
+        a = train_naive(counts, 400, [EOT], tie_break=tie, progress=False)
+        b = train_incremental(counts, 400, [EOT], tie_break=tie, progress=False)
+        assert a.info["trainer"] != b.info["trainer"]
+        assert native_text(a) == native_text(b)
+
+
+def test_file_layout(small):
+    text = native_text(small)
+    assert text.endswith("\n}\n") and "\r" not in text
+    lines = text.splitlines()
+    assert lines[1] == f'  "schema": "{SCHEMA}",' and lines[2] == '  "version": 1,'
+    merges = lines[lines.index('  "merges": [') + 1:-2]
+    assert len(merges) == len(small.merges) and all(l.startswith("    [") for l in merges)
+    doc = json.loads(text)
+    assert [tuple(m) for m in doc["merges"]] == id_layout(small)[1]
+    assert [m[2] for m in doc["merges"]] == list(range(256, 256 + len(small.merges)))
+
+
+def test_gpt2_layout_survives_native(tmp_path, gpt2):
+    p = save(gpt2, tmp_path / "gpt2.json")
+    doc = json.loads(p.read_text(encoding="utf-8"))
+    assert doc["byte_ids"][ord("!")] == 0 and doc["byte_ids"][ord(" ")] == 220
+    assert sorted(doc["byte_ids"]) == list(range(256)) and doc["byte_ids"] != list(range(256))
+    back = load(p)
+    assert same(back, gpt2)
+    assert back.encode("Hello world" + EOT) == [15496, 995, 50256]
+    assert save(back, tmp_path / "again.json").read_bytes() == p.read_bytes()
+
+
+def test_special_first_layout_survives_native(tmp_path, cs336):
+    ref = import_gpt2(cs336 / "train-bpe-reference-vocab.json", cs336 / "train-bpe-reference-merges.txt")
+    assert ref.special_tokens == {EOT: 0}
+    back = load(save(ref, tmp_path / "ref.json"))
+    assert same(back, ref)
+
+
+def test_duplicate_bytes_vocab_round_trips(tmp_path):
+    "Two merges making the same bytes keep their own ids through save and load."
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"bc", 258: b"abc", 259: b"abc", 260: EOT.encode()}
+    model = BPEModel(vocab, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")], {EOT: 260})
+    back = load_model(save(model, tmp_path / "dup.json"))
+    assert back == model
+    assert id_layout(back)[1] == [(97, 98, 256), (98, 99, 257), (256, 99, 258), (97, 257, 259)]
+
+
+def test_pattern_is_kept(tmp_path):
+    counts = count_pretokens("12345 67890 12345 hello", pattern=CL100K_PATTERN)
+    model = train_incremental(counts, 262, progress=False)
+    model.info["pattern"] = CL100K_PATTERN
+    assert load(save(model, tmp_path / "cl.json")).pattern == CL100K_PATTERN
+    assert load_model(tmp_path / "cl.json").info["pattern"] == CL100K_PATTERN
+    with pytest.raises(ValueError, match="pattern other than GPT-2's"):
+        export_gpt2(model, tmp_path / "gpt2")
+
+
+def test_empty_model(tmp_path):
+    model = train_naive({}, 256, progress=False)
+    text = native_text(model)
+    assert '"merges": []' in text
+    assert load_model(save(model, tmp_path / "empty.json")) == model
+
+
+# ---------------------------------------------------------------- the training record
+
+def test_training_record_fields(tmp_path, small):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"low lower\n" * 1000)
+    rec = corpus_record(corpus)
+    assert rec == {"corpus": "corpus.txt", "corpus_bytes": 10_000,
+                   "corpus_sha256": hashlib.sha256(b"low lower\n" * 1000).hexdigest()}
+    full = training_record(small, rec)
+    assert full["vocab_size"] == 266 and full["vocab_size_requested"] == 266 and full["bpe_nb_version"] == __version__
+    assert "trainer" not in full and list(full) == sorted(full)
+
+
+def test_training_record_from_a_path_keeps_only_the_name(small):
+    model = BPEModel(small.vocab, small.merges, small.special_tokens, {**small.info, "corpus": "/data/x/stories.txt"})
+    assert training_record(model)["corpus"] == "stories.txt"
+
+
+@pytest.mark.parametrize("training, message", [
+    ({"when": "today"}, "unknown training field(s) ['when']"),
+    ({"corpus_bytes": "1 MB"}, "'corpus_bytes' must be an integer"),
+    ({"corpus_bytes": True}, "'corpus_bytes' must be an integer"),
+    ({"corpus_sha256": "ABC"}, "64 lowercase hex digits"),
+    ({"vocab_size": 5}, "vocab_size=5 but the tokenizer has 266 ids"),
+    ("corpus.txt", "training must be a mapping"),
+])
+def test_training_record_errors(small, training, message):
+    with pytest.raises((ValueError, TypeError)) as e:
+        training_record(small, training)
+    assert message in str(e.value)
+
+
+# ---------------------------------------------------------------- corrupt files
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory, small) -> str:
+    return native_text(small, training={"corpus": "c.txt", "corpus_bytes": 29, "corpus_sha256": "0" * 64})
+
+
+def _edit(good: str, **fields) -> str:
+    doc = json.loads(good)
+    doc.update(fields)
+    return json.dumps(doc)
+
+
+def _without(good: str, key: str) -> str:
+    doc = json.loads(good)
+    del doc[key]
+    return json.dumps(doc)
+
+
+def _merges(good: str) -> list:
+    return json.loads(good)["merges"]
+
+
+# Each case: a function of the good file's text giving the corrupt bytes (None: no file), and a phrase of the message.
+CORRUPTIONS = {
+    "missing file": (None, "no such file"),
+    "empty file": (lambda g: b"", "is empty"),
+    "whitespace only": (lambda g: b" \n\n", "is empty"),
+    "not JSON": (lambda g: b"vocab = {1: 2}", "is not valid JSON"),
+    "JSON with trailing garbage": (lambda g: g.encode() + b"xx", "is not valid JSON"),
+    "truncated in a merge": (lambda g: g.encode()[: len(g) * 3 // 4], "is truncated"),
+    "truncated in a string": (lambda g: g.encode()[: g.index('"pattern": "') + 20], "is truncated"),
+    "truncated to one byte": (lambda g: b"{", "is truncated"),
+    "invalid UTF-8": (lambda g: g.encode().replace(b'"schema"', b'"sch\xe9ma"'), "not valid UTF-8: byte 0xe9"),
+    "UTF-16": (lambda g: g.encode("utf-16"), "not valid UTF-8"),
+    "top level is an array": (lambda g: b"[1, 2, 3]", "the top level is an array"),
+    "no schema": (lambda g: _without(g, "schema").encode(), 'has no "schema" field'),
+    "wrong schema name": (lambda g: _edit(g, schema="hf.tokenizer").encode(), "schema is 'hf.tokenizer'"),
+    "newer schema version": (lambda g: _edit(g, version=2).encode(), "schema version 2 is newer"),
+    "version is a string": (lambda g: _edit(g, version="1").encode(), '"version" must be an integer'),
+    "version 0": (lambda g: _edit(g, version=0).encode(), "schema version 0 does not exist"),
+    "missing field": (lambda g: _without(g, "byte_ids").encode(), "field(s) ['byte_ids'] missing"),
+    "unknown field": (lambda g: _edit(g, vocab={}).encode(), "unknown field(s) ['vocab']"),
+    "merge references an unknown id": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[108, 9999, 265]]).encode(),
+                                       "references unknown id 9999"),
+    "merge references a later merge": (lambda g: _edit(g, merges=[[108, 257, 256]] + _merges(g)[1:]).encode(),
+                                       "references id 257, which is neither a byte nor an earlier merge"),
+    "merge references a special token": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[108, 266 - 1, 264]]).encode(),
+                                         "references id 265"),
+    "duplicate merge": (lambda g: _edit(g, merges=_merges(g)[:-1] + [_merges(g)[0][:2] + [264]]).encode(),
+                        "is a duplicate of merge 0"),
+    "merge reuses an id": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[120, 121, 256]]).encode(),
+                           "id 256 is already merge 0"),
+    "merge is not a triple": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[108, 111]]).encode(),
+                              "must be [left, right, new]"),
+    "merge id is a float": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[108.0, 111, 264]]).encode(),
+                            "must hold three integer ids"),
+    "merge id is a boolean": (lambda g: _edit(g, merges=_merges(g)[:-1] + [[True, 111, 264]]).encode(),
+                              "must hold three integer ids"),
+    "special id collides with a merge id": (lambda g: _edit(g, special_tokens={EOT: 256}).encode(),
+                                            "has id 256, which is already merge 0"),
+    "special id collides with a byte id": (lambda g: _edit(g, special_tokens={EOT: 97}).encode(),
+                                           "which is already the single byte b'a'"),
+    "special id out of range": (lambda g: _edit(g, special_tokens={EOT: 300}).encode(), "outside 0..265"),
+    "special id is a string": (lambda g: _edit(g, special_tokens={EOT: "265"}).encode(), "must have an integer id"),
+    "empty special token": (lambda g: _edit(g, special_tokens={"": 265}).encode(), "empty string"),
+    "pattern does not compile": (lambda g: _edit(g, pattern="(?<").encode(), "does not compile"),
+    "pattern is not a string": (lambda g: _edit(g, pattern=["a"]).encode(), '"pattern" must be a string, got an array'),
+    "byte_ids too short": (lambda g: _edit(g, byte_ids=list(range(255))).encode(), "must list 256 ids, it has 255"),
+    "byte_ids repeat an id": (lambda g: _edit(g, byte_ids=[0] + list(range(255))).encode(), "byte_ids[1] = 0 is also"),
+    "byte_ids is a string": (lambda g: _edit(g, byte_ids="0..255").encode(), '"byte_ids" must be an array, got a string'),
+    "merges is an object": (lambda g: _edit(g, merges={}).encode(), '"merges" must be an array, got an object'),
+    "training is null": (lambda g: _edit(g, training=None).encode(), '"training" must be an object, got null'),
+    "training field of the wrong type": (lambda g: _edit(g, training={"vocab_size": "266"}).encode(),
+                                         "'vocab_size' must be an integer"),
+    "training vocab_size disagrees": (lambda g: _edit(g, training={"vocab_size": 300}).encode(),
+                                      "training says vocab_size=300, the file has 266 ids"),
+    "lone surrogate in a special token": (lambda g: g.replace(f'"{EOT}"', '"\\ud800"').encode(),
+                                          "is not valid Unicode"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+@pytest.mark.parametrize("reader", [load, load_model], ids=["load", "load_model"])
+def test_corrupt_file_gives_artifact_error(tmp_path, good, case, reader):
+    make, phrase = CORRUPTIONS[case]
+    path = tmp_path / "tok.json"
+    if make is not None: path.write_bytes(make(good))
+    with pytest.raises(ArtifactError) as e:
+        reader(path)
+    message = str(e.value)
+    assert str(path) in message and phrase in message, message
+    assert e.value.path == path
+    assert not isinstance(e.value, (KeyError, json.JSONDecodeError, UnicodeDecodeError))
+
+
+def test_good_file_loads(tmp_path, good, small):
+    path = tmp_path / "tok.json"
+    path.write_text(good, encoding="utf-8")
+    assert load_model(path) == small
+
+
+def test_directory_gives_artifact_error(tmp_path):
+    with pytest.raises(ArtifactError, match="is a directory"):
+        load(tmp_path)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_damage_never_escapes_as_another_exception(tmp_path, good, data):
+    "Whatever happens to the bytes (cut, flipped, inserted), load succeeds or raises ArtifactError."
+    raw = bytearray(good.encode())
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(st.sampled_from(["cut", "flip", "insert", "delete"]))
+        i = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+        if op == "cut": del raw[i:]
+        elif op == "flip" and raw: raw[i] = data.draw(st.integers(0, 255))
+        elif op == "insert": raw[i:i] = data.draw(st.binary(min_size=1, max_size=4))
+        elif raw: del raw[i]
+    path = tmp_path / "damaged.json"
+    path.write_bytes(bytes(raw))
+    try: tok = load(path)
+    except ArtifactError as e: assert str(path) in str(e)
+    else: assert isinstance(tok, Tokenizer)
+
+
+# ---------------------------------------------------------------- atomic save
+
+def test_failure_between_write_and_replace_keeps_old_file(tmp_path, monkeypatch, small, ts2000):
+    path = save(small, tmp_path / "tok.json")
+    before = path.read_bytes()
+    def crash(*args, **kwargs): raise OSError("simulated crash between write and replace")
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        save(ts2000, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and load_model(path) == small
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]  # the temporary file was removed
+    assert load_model(save(ts2000, path)) == ts2000  # and a later save works
+
+
+def test_failure_during_write_keeps_old_file(tmp_path, monkeypatch, small, ts2000):
+    path = save(small, tmp_path / "tok.json")
+    def full_disk(fd): raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        save(ts2000, path)
+    monkeypatch.undo()
+    assert load_model(path) == small and [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+
+
+def test_killed_process_leaves_old_file_loadable(tmp_path, small, ts2000):
+    "A real SIGKILL while `save` is between write and rename: the old file still loads."
+    path = save(small, tmp_path / "tok.json")
+    save(ts2000, tmp_path / "new.json")
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from bpe_nb.artifacts import load_model, save
+        model = load_model({str(tmp_path / 'new.json')!r})
+        def hang(*args):
+            print("written", flush=True); time.sleep(60)
+        os.replace = hang
+        save(model, {str(path)!r})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "written"  # the new data is on disk, under a temporary name
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert load_model(path) == small
+    leftovers = [p for p in tmp_path.iterdir() if p.name not in ("tok.json", "new.json")]
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".tok.json.") and leftovers[0].suffix == ".tmp"
+
+
+def test_atomic_write_permissions_and_errors(tmp_path):
+    p = atomic_write(tmp_path / "f.bin", b"x")
+    umask = os.umask(0); os.umask(umask)
+    assert p.stat().st_mode & 0o777 == 0o666 & ~umask
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        atomic_write(tmp_path / "no" / "f.bin", b"x")
+    with pytest.raises(TypeError, match="must be bytes"):
+        atomic_write(tmp_path / "f.bin", "text")
+    with pytest.raises(IsADirectoryError):
+        atomic_write(tmp_path, b"x")
+
+
+# ---------------------------------------------------------------- what cannot be written
+
+def test_save_refuses_what_the_format_cannot_hold(tmp_path):
+    bytes_vocab = {i: bytes([i]) for i in range(256)}
+    with pytest.raises(ValueError, match="neither a single byte, nor made by a merge"):
+        save(BPEModel({**bytes_vocab, 256: b"orphan"}, []), tmp_path / "x.json")
+    with pytest.raises(ValueError, match="without gaps"):
+        save(BPEModel({**bytes_vocab, 300: b"ab"}, [(b"a", b"b")]), tmp_path / "x.json")
+    with pytest.raises(TypeError, match="expected a BPEModel or a Tokenizer"):
+        save({"vocab": {}}, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+# ---------------------------------------------------------------- GPT-2 files
+
+def test_gpt2_files_round_trip(tmp_path, cs336, gpt2):
+    vocab_file, merges_file = export_gpt2(gpt2, tmp_path / "out")
+    assert vocab_file.read_bytes() == (cs336 / "gpt2_vocab.json").read_bytes()
+    original = (cs336 / "gpt2_merges.txt").read_text(encoding="utf-8")
+    written = merges_file.read_text(encoding="utf-8")
+    assert written == "#version: 0.2\n" + original
+    assert written.splitlines()[1:] == original.splitlines()  # equal in content: same merges, same order
+    assert same(import_gpt2(vocab_file, merges_file), gpt2)  # with the header
+    assert gpt2.special_tokens == {EOT: 50256} and len(gpt2.merges) == 50_000
+
+
+def test_gpt2_export_of_a_trained_model(tmp_path, ts2000):
+    vocab_file, merges_file = export_gpt2(ts2000, tmp_path)
+    back = import_gpt2(vocab_file, merges_file)
+    assert same(back, ts2000) and back.special_tokens == {EOT: 1999}
+    assert import_gpt2(vocab_file, merges_file, [EOT]).special_tokens == {EOT: 1999}
+
+
+def test_gpt2_import_errors(tmp_path, cs336):
+    with pytest.raises(ArtifactError, match="no such file"):
+        import_gpt2(tmp_path / "vocab.json", cs336 / "gpt2_merges.txt")
+    (tmp_path / "vocab.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ArtifactError, match="not a usable GPT-2 tokenizer file") as e:
+        import_gpt2(tmp_path / "vocab.json", cs336 / "gpt2_merges.txt")
+    assert e.value.path == tmp_path / "vocab.json"
+    (tmp_path / "merges.txt").write_text("Ġ t\nthis line has three\n", encoding="utf-8")
+    with pytest.raises(ArtifactError, match="merges.txt:2") as e:
+        import_gpt2(cs336 / "gpt2_vocab.json", tmp_path / "merges.txt")
+    assert e.value.path == tmp_path / "merges.txt"
+    (tmp_path / "merges.txt").write_text("Ġ t\nzz qq\n", encoding="utf-8")  # tokens that are not in the vocab
+    with pytest.raises(ArtifactError, match="is not in the vocabulary"):
+        import_gpt2(cs336 / "gpt2_vocab.json", tmp_path / "merges.txt")
+    with pytest.raises(TypeError, match="special_tokens must be"):
+        import_gpt2(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt", EOT)
+
+
+# ---------------------------------------------------------------- HF tokenizers
+
+@pytest.mark.parametrize("which", ["gpt2", "ts2000"])
+def test_hf_gives_our_ids(tmp_path, request, texts, which):
+    ours = request.getfixturevalue(which)
+    tok = ours if isinstance(ours, Tokenizer) else load(save(ours, tmp_path / "native.json"))
+    hf = tokenizers.Tokenizer.from_file(str(export_hf(ours, tmp_path / "tokenizer.json")))
+    assert hf.get_vocab_size() == len(tok.vocab)
+    for name, text in texts.items():
+        ids = tok.encode(text)
+        assert hf.encode(text).ids == ids, name
+    short = "Hello world" + EOT + " it's  naïve 中文 👍🏽\n\n"
+    assert hf.decode(tok.encode(short), skip_special_tokens=False) == tok.decode(tok.encode(short))
+
+
+@pytest.mark.parametrize("which", ["gpt2", "ts2000"])
+def test_hf_round_trip(tmp_path, request, which):
+    ours = request.getfixturevalue(which)
+    path = export_hf(ours, tmp_path / "tokenizer.json")
+    assert same(import_hf(path), ours)
+    assert export_hf(import_hf(path), tmp_path / "again.json").read_bytes() == path.read_bytes()
+
+
+def test_hf_hub_style_file(tmp_path, gpt2):
+    "GPT-2 as the Hub publishes it: ByteLevel with its own regex, the special token in the model vocab too."
+    p = artifacts._printable
+    hub = tokenizers.Tokenizer(tokenizers.models.BPE({p(b): i for i, b in gpt2.vocab.items()},
+                                                     [(p(a), p(b)) for a, b in gpt2.merges]))
+    hub.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hub.decoder = tokenizers.decoders.ByteLevel()
+    hub.add_special_tokens([EOT])
+    hub.save(str(tmp_path / "hub.json"))
+    assert same(import_hf(tmp_path / "hub.json"), gpt2)
+
+
+def _hf_variant(doc: dict, change) -> dict:
+    doc = json.loads(json.dumps(doc)); change(doc); return doc
+
+
+HF_UNSUPPORTED = {
+    "normalizer": (lambda d: d.update(normalizer={"type": "NFC"}), "normalizer"),
+    "unknown token": (lambda d: d["model"].update(unk_token="<unk>"), "model.unk_token"),
+    "dropout": (lambda d: d["model"].update(dropout=0.1), "model.dropout"),
+    "ignore_merges": (lambda d: d["model"].update(ignore_merges=True), "model.ignore_merges"),
+    "byte_fallback": (lambda d: d["model"].update(byte_fallback=True), "model.byte_fallback"),
+    "WordPiece": (lambda d: d["model"].update(type="WordPiece"), "model type is 'WordPiece'"),
+    "prefix space": (lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True}),
+                     "unsupported pre_tokenizer"),
+    "whitespace pre-tokenizer": (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), "unsupported pre_tokenizer"),
+    "template post-processor": (lambda d: d.update(post_processor={"type": "TemplateProcessing"}), "post_processor"),
+    "truncation": (lambda d: d.update(truncation={"max_length": 5}), "truncation"),
+    "non-special added token": (lambda d: d["added_tokens"][0].update(special=False), "must be special"),
+    "lstrip added token": (lambda d: d["added_tokens"][0].update(lstrip=True), "must be special, without lstrip"),
+    "non-byte-level token": (lambda d: d["model"]["vocab"].update({"中": 999}), "not byte-level"),
+    "merge of three": (lambda d: d["model"]["merges"].append("a b c"), "is not two tokens"),
+    "orphan token": (lambda d: d["model"]["vocab"].update({"zz": 266}), "neither a single byte, nor made by a merge"),
+    "no model": (lambda d: d.pop("model"), 'no "model" object'),
+}
+
+
+@pytest.mark.parametrize("case", list(HF_UNSUPPORTED))
+def test_hf_import_refuses_what_it_cannot_reproduce(tmp_path, small, case):
+    change, phrase = HF_UNSUPPORTED[case]
+    doc = _hf_variant(artifacts.hf_document(small), change)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ArtifactError) as e:
+        import_hf(path)
+    assert phrase in str(e.value) and str(path) in str(e.value), str(e.value)
+
+
+def test_hf_import_reads_pair_merges(tmp_path, small):
+    doc = artifacts.hf_document(small)
+    doc["model"]["merges"] = [m.split(" ") for m in doc["model"]["merges"]]
+    (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
+    assert same(import_hf(tmp_path / "t.json"), small)
+
+
+# ---------------------------------------------------------------- tiktoken
+
+@pytest.mark.parametrize("which", ["gpt2", "ts2000"])
+def test_tiktoken_gives_our_ids(tmp_path, request, texts, which):
+    ours = request.getfixturevalue(which)
+    tok = ours if isinstance(ours, Tokenizer) else load(save(ours, tmp_path / "native.json"))
+    ranks_file, meta_file = export_tiktoken(ours, tmp_path / "tt", name=which)
+    assert ranks_file.name == f"{which}.tiktoken" and meta_file.name == f"{which}.json"
+    from_dir, from_obj = tiktoken_encoding(tmp_path / "tt"), tiktoken_encoding(ours, name=which)
+    assert from_dir.n_vocab == from_obj.n_vocab == len(tok.vocab)
+    for name, text in texts.items():
+        ids = tok.encode(text)
+        assert from_dir.encode(text, allowed_special="all") == ids, name
+        assert from_obj.encode(text, allowed_special="all") == ids, name
+    assert from_dir.decode(tok.encode("naïve café 中文")) == "naïve café 中文"
+
+
+def test_tiktoken_file_format(tmp_path, small):
+    ranks_file, meta_file = export_tiktoken(small, tmp_path)
+    lines = ranks_file.read_text(encoding="ascii").splitlines()
+    assert len(lines) == 256 + len(small.merges) and lines[0] == "AA== 0"
+    import base64
+    assert [(base64.b64decode(l.split()[0]), int(l.split()[1])) for l in lines[256:]] == \
+           [(small.vocab[i], i) for i in range(256, 256 + len(small.merges))]
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    assert meta["pat_str"] == GPT2_PATTERN and meta["special_tokens"] == {EOT: 265}
+    assert tiktoken_ranks(small) == {small.vocab[i]: i for i in range(265)}
+
+
+def test_tiktoken_refusals(tmp_path, small):
+    bytes_vocab = {i: bytes([i]) for i in range(256)}
+    dup = BPEModel({**bytes_vocab, 256: b"ab", 257: b"bc", 258: b"abc", 259: b"abc"},
+                   [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])
+    with pytest.raises(ValueError, match="both hold b'abc'"):
+        tiktoken_ranks(dup)
+    backwards = Tokenizer({**bytes_vocab, 256: b"cd", 257: b"ab"}, [(b"a", b"b"), (b"c", b"d")])
+    with pytest.raises(ValueError, match="merge ids must grow with merge priority"):
+        export_tiktoken(backwards, tmp_path)
+    with pytest.raises(ValueError, match="name must start with a letter or digit"):
+        export_tiktoken(small, tmp_path, name="../evil")
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(ArtifactError, match="holds 0 .tiktoken files"):
+        tiktoken_encoding(tmp_path / "bad")
+    export_tiktoken(small, tmp_path / "bad", name="x")
+    (tmp_path / "bad" / "x.tiktoken").write_text("AA== 0\nnot base64!\n", encoding="ascii")
+    with pytest.raises(ArtifactError, match="line 2 is not 'base64 rank'"):
+        tiktoken_encoding(tmp_path / "bad")
+
+
+def test_overlapping_special_tokens(tmp_path):
+    "Longest special first: HF agrees with us; tiktoken matches in no fixed order, so it is refused."
+    e2 = EOT + EOT
+    model = train_incremental(count_pretokens("the cat sat on the mat " * 20), 271, [EOT, e2, "<|end"], progress=False)
+    tok = load(save(model, tmp_path / "m.json"))
+    text = f"a{e2}b{EOT}c{EOT}{EOT}{EOT}d<|end|>"
+    ids = tok.encode(text)
+    assert ids.count(model.special_tokens[e2]) == 2 and ids.count(model.special_tokens[EOT]) == 2
+    hf = tokenizers.Tokenizer.from_file(str(export_hf(model, tmp_path / "tokenizer.json")))
+    assert hf.encode(text).ids == ids
+    with pytest.raises(ValueError, match=re.escape("'<|endoftext|>' and '<|endoftext|><|endoftext|>' overlap")):
+        tiktoken_encoding(model)
+    with pytest.raises(ValueError, match="overlap"):
+        export_tiktoken(model, tmp_path / "tt")
+    assert not (tmp_path / "tt").exists()
