@@ -1,0 +1,182 @@
+"""Benchmark of `bpe_nb.encoder.Tokenizer` against HF tokenizers (one thread) and tiktoken, GPT-2 vocab.
+
+Run from the repository root:  python tests/bench_encode.py [--file-mb 100] [--repeats 3]
+
+Measures, on this machine, in one run (the ratios are what matters; absolute figures vary):
+1. `encode` of the 1 MB TinyStories sample: MB/s, cold (empty cache) and warm (best of --repeats),
+   next to HF tokenizers single-threaded and tiktoken. Targets: >= HF, aim for >= tiktoken / 2.
+2. `"a" * 100_000` (one pre-token of 100,000 bytes): ours vs HF. Target: <= 10x HF.
+3. `encode_file` with 1 and 2 workers on a --file-mb file made by repeating the sample (in a temporary
+   directory, deleted afterwards). Target: 2 workers >= 1.7x one worker.
+4. `encode_iterable` over that file in a fresh subprocess: its peak RSS (VmHWM; ru_maxrss is shown
+   too). Target: < 100 MB.
+Not collected by pytest (the file name does not start with test_).
+"""
+import os
+
+os.environ.setdefault("RAYON_NUM_THREADS", "1")  # HF tokenizers: one thread (set before importing it)
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse
+import json
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CS336 = ROOT.parent / "shared" / "data" / "cs336"
+SAMPLE = ROOT / "bpe_nb" / "data" / "tinystories_sample_1M.txt"
+EOT = "<|endoftext|>"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): cpu = line.split(":", 1)[1].strip(); break
+    except OSError: pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    from importlib.metadata import version
+    libs = ", ".join(f"{m} {version(m)}" for m in ("regex", "numpy", "tiktoken", "tokenizers"))
+    return (f"{platform.platform()} | {cpu} | {os.cpu_count()} cores ({usable} usable) | load {load:.2f} | "
+            f"Python {platform.python_version()} | {libs}")
+
+
+def best_of(f, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter(); f(); best = min(best, time.perf_counter() - t)
+    return best
+
+
+def build_all():
+    from bpe_nb.encoder import Tokenizer
+    from bpe_nb.pretokenize import GPT2_PATTERN, printable_to_bytes
+    import tiktoken
+    from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers
+    ours = Tokenizer.from_files(CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt", special_tokens=[EOT])
+    raw = json.loads((CS336 / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    tik = tiktoken.Encoding(name="gpt2-local", pat_str=GPT2_PATTERN,
+                            mergeable_ranks={printable_to_bytes(t): i for t, i in raw.items() if t != EOT},
+                            special_tokens={EOT: raw[EOT]})
+    hf = HFTokenizer(models.BPE.from_file(str(CS336 / "gpt2_vocab.json"), str(CS336 / "gpt2_merges.txt")))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.add_special_tokens([EOT])
+    return ours, tik, hf
+
+
+def bench_sample(ours, tik, hf, repeats: int):
+    text = SAMPLE.read_text(encoding="utf-8")
+    mb = len(text.encode("utf-8")) / 1e6
+    ours._cache.clear()
+    t = time.perf_counter(); ids = ours.encode(text); cold = time.perf_counter() - t
+    assert ids == tik.encode(text, allowed_special="all"), "ids differ from tiktoken"
+    assert ids == hf.encode(text).ids, "ids differ from HF tokenizers"
+    warm = best_of(lambda: ours.encode(text), repeats)
+    t_hf = best_of(lambda: hf.encode(text), repeats)
+    t_tik = best_of(lambda: tik.encode(text, allowed_special="all"), repeats)
+    print(f"\n1. encode the {mb:.2f} MB TinyStories sample ({len(ids):,} tokens), best of {repeats}:")
+    print(f"   bpe_nb cold cache  {mb / cold:6.2f} MB/s  ({cold:.3f} s)")
+    print(f"   bpe_nb warm cache  {mb / warm:6.2f} MB/s  ({warm:.3f} s)")
+    print(f"   HF tokenizers (1 thread) {mb / t_hf:6.2f} MB/s  ({t_hf:.3f} s)")
+    print(f"   tiktoken           {mb / t_tik:6.2f} MB/s  ({t_tik:.3f} s)")
+    print(f"   ratios: bpe_nb warm / HF = {t_hf / warm:.2f}x (target >= 1), bpe_nb warm / tiktoken = "
+          f"{t_tik / warm:.2f} (aim >= 0.5); cold / HF = {t_hf / cold:.2f}x")
+
+
+def bench_long(ours, hf, tik, repeats: int):
+    text = "a" * 100_000
+    def ours_cold():  # the piece is too long to be cached, but clear anyway: every run does the merges
+        ours._cache.clear(); return ours.encode(text)
+    assert ours_cold() == tik.encode(text) == hf.encode(text).ids
+    t_ours = best_of(ours_cold, repeats)
+    t_hf = best_of(lambda: hf.encode(text), repeats)
+    t_tik = best_of(lambda: tik.encode(text), repeats)
+    print(f"\n2. encode 'a' * 100_000 (one pre-token), best of {repeats}:")
+    print(f"   bpe_nb {t_ours:.3f} s | HF {t_hf:.3f} s | tiktoken {t_tik:.3f} s")
+    print(f"   ratio bpe_nb / HF = {t_ours / t_hf:.1f}x (target <= 10x)")
+
+
+def bench_file(ours, file_mb: int, tmp: Path):
+    big = tmp / "big.txt"
+    sample = SAMPLE.read_bytes()
+    with open(big, "wb") as f:
+        for _ in range(max(1, round(file_mb * 1e6 / len(sample)))): f.write(sample)
+    size = big.stat().st_size / 1e6
+    print(f"\n3. encode_file on a {size:.0f} MB file (the sample repeated):")
+    times, outs = {}, {}
+    def cpu():  # CPU seconds of this process and of its finished children (the workers)
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    for workers in (1, 2):
+        c, t = cpu(), time.perf_counter()
+        arr = ours.encode_file(big, tmp / f"ids{workers}.bin", workers=workers, progress=False)
+        times[workers], used = time.perf_counter() - t, cpu() - c
+        outs[workers] = len(arr)
+        print(f"   workers={workers}: {times[workers]:.1f} s, {size / times[workers]:.2f} MB/s, {len(arr):,} ids, "
+              f"{used:.1f} CPU s (parent + workers)")
+        del arr
+    same = (tmp / "ids1.bin").read_bytes() == (tmp / "ids2.bin").read_bytes()
+    print(f"   speed-up 2 workers / 1 = {times[1] / times[2]:.2f}x (target >= 1.7x); outputs identical: {same}")
+    print("   (on a busy machine the wall-clock speed-up is meaningless; equal CPU seconds for 1 and 2 workers "
+          "mean the parallel version adds no work)")
+    return big
+
+
+def bench_stream_rss(big: Path):
+    # The child's own peak is VmHWM of its address space (/proc, Linux). Its ru_maxrss is printed too,
+    # but Linux carries a process's ru_maxrss across fork + exec, so it starts at this (large) parent's RSS.
+    code = textwrap.dedent(f"""
+        import resource, time
+        def hwm():
+            try:
+                for line in open("/proc/self/status"):
+                    if line.startswith("VmHWM:"): return int(line.split()[1])
+            except OSError: return -1
+        from bpe_nb.encoder import Tokenizer
+        tok = Tokenizer.from_files({str(CS336 / 'gpt2_vocab.json')!r}, {str(CS336 / 'gpt2_merges.txt')!r},
+                                   special_tokens=[{EOT!r}])
+        base = hwm()
+        t = time.perf_counter(); n = 0
+        with open({str(big)!r}, encoding="utf-8", newline="") as f:
+            for _ in tok.encode_iterable(f): n += 1
+        dt = time.perf_counter() - t
+        print(base, hwm(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n, dt)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    base, peak, maxrss, n, dt = int(out[0]), int(out[1]), int(out[2]), int(out[3]), float(out[4])
+    size = big.stat().st_size / 1e6
+    print(f"\n4. encode_iterable over the {size:.0f} MB file in a subprocess: {n:,} ids in {dt:.1f} s "
+          f"({size / dt:.2f} MB/s)")
+    print(f"   peak RSS (VmHWM) {peak / 1024:.1f} MiB, of which {base / 1024:.1f} MiB before streaming "
+          f"(interpreter, numpy, the GPT-2 tokenizer); target < 100 MB")
+    print(f"   (ru_maxrss {maxrss / 1024:.1f} MiB: inherited from this benchmark process across fork + exec)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--file-mb", type=int, default=100, help="size of the encode_file / encode_iterable file (0: skip)")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
+    print("machine:", machine())
+    ours, tik, hf = build_all()
+    bench_sample(ours, tik, hf, args.repeats)
+    bench_long(ours, hf, tik, args.repeats)
+    if args.file_mb > 0:
+        tmp = Path(tempfile.mkdtemp(prefix="bench_encode_"))
+        try:
+            big = bench_file(ours, args.file_mb, tmp)
+            bench_stream_rss(big)
+        finally: shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

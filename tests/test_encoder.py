@@ -1,0 +1,570 @@
+"The encoder: exact against tiktoken's GPT-2, priority replay, both merge paths, streaming, files, errors."
+import json
+import pickle
+import random
+import tracemalloc
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tiktoken
+from hypothesis import given, settings, strategies as st
+
+import bpe_nb.encoder as encoder
+from bpe_nb.encoder import Tokenizer, read_gpt2_files, _merge_heap, _merge_scan, _file_cuts
+from bpe_nb.naive import merge_pair
+from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens, pretokenize, printable_to_bytes, split_special
+
+EOT = "<|endoftext|>"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+CS336 = SHARED / "cs336"
+BUNDLED = Path(encoder.__file__).parent / "data" / "tinystories_sample_1M.txt"
+
+
+# ---------------------------------------------------------------- fixtures (built once per module)
+@pytest.fixture(scope="module")
+def gpt2_files():
+    vocab, merges = read_gpt2_files(CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt")
+    return vocab, merges
+
+
+@pytest.fixture(scope="module")
+def gpt2(gpt2_files):
+    return Tokenizer(*gpt2_files, special_tokens=[EOT])
+
+
+@pytest.fixture(scope="module")
+def gpt2_two(gpt2_files):
+    "GPT-2 with a second special token that starts with the first (longest-first matching)."
+    return Tokenizer(*gpt2_files, special_tokens=[EOT, EOT * 2])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    "tiktoken's GPT-2 encoding, built offline from the same vocab file (the rank of a token is its id)."
+    raw = json.loads((CS336 / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    ranks = {printable_to_bytes(tok): i for tok, i in raw.items() if tok != EOT}
+    return tiktoken.Encoding(name="gpt2-local", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
+                             special_tokens={EOT: raw[EOT]})
+
+
+# ---------------------------------------------------------------- reading GPT-2 files
+def test_read_gpt2_files_matches_a_plain_reading(gpt2_files):
+    vocab, merges = gpt2_files
+    raw = json.loads((CS336 / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    assert vocab == {i: printable_to_bytes(t) for t, i in raw.items()}
+    lines = (CS336 / "gpt2_merges.txt").read_text(encoding="utf-8").splitlines()
+    assert merges == [tuple(printable_to_bytes(x) for x in line.split(" ")) for line in lines]
+    assert len(vocab) == 50257 and len(merges) == 50000
+
+
+def test_read_gpt2_files_skips_a_version_header(tmp_path):
+    (tmp_path / "v.json").write_text(json.dumps({"a": 0, "b": 1, "ab": 2, "Ġ": 3}), encoding="utf-8")
+    (tmp_path / "m.txt").write_text("#version: 0.2\na b\n", encoding="utf-8")
+    (tmp_path / "m2.txt").write_text("a b\r\n\n", encoding="utf-8")
+    v, m = read_gpt2_files(tmp_path / "v.json", tmp_path / "m.txt")
+    assert v == {0: b"a", 1: b"b", 2: b"ab", 3: b" "} and m == [(b"a", b"b")]
+    assert read_gpt2_files(tmp_path / "v.json", tmp_path / "m2.txt")[1] == [(b"a", b"b")]
+
+
+@pytest.mark.parametrize("vocab, merges, message", [
+    ({"a": 0}, "a b c\n", "m.txt:1: expected two tokens"),
+    ({"a": 0}, "a  b\n", "m.txt:1: expected two tokens"),
+    ({"a": 0}, "a \u4e2d\n", "m.txt:1: '\u4e2d' is not a GPT-2 printable byte"),
+    ({"a": 0, "b": 0}, "", "id 0 is given to several tokens"),
+    ({"a": "0"}, "", "the id of 'a' must be a non-negative int"),
+    ({"a b": 0}, "", "token 'a b'"),
+])
+def test_read_gpt2_files_errors_say_where(tmp_path, vocab, merges, message):
+    (tmp_path / "v.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (tmp_path / "m.txt").write_text(merges, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        read_gpt2_files(tmp_path / "v.json", tmp_path / "m.txt")
+
+
+def test_read_gpt2_files_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        read_gpt2_files(tmp_path / "nope.json", CS336 / "gpt2_merges.txt")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        Tokenizer.from_files(CS336 / "gpt2_vocab.json", tmp_path / "nope.txt")
+
+
+# ---------------------------------------------------------------- exactness against tiktoken
+def _shared_text_files():
+    files = sorted(p for p in SHARED.rglob("*") if p.is_file()) + [BUNDLED]
+    return [pytest.param(p, id=str(p.relative_to(SHARED)) if SHARED in p.parents else "bundled-sample")
+            for p in files]
+
+
+def test_the_shared_data_holds_the_files_the_issue_names():
+    names = {p.name for p in SHARED.rglob("*")}
+    assert {"corpus.en", "tinystories_sample.txt", "address.txt", "german.txt",
+            "tinystories_sample_1M.txt"} <= names
+
+
+@pytest.mark.parametrize("path", _shared_text_files())
+def test_equals_tiktoken_on_every_shared_file(gpt2, reference, path):
+    text = path.read_bytes().decode("utf-8")  # exact bytes: no newline translation
+    ids = gpt2.encode(text)
+    assert ids == reference.encode(text, allowed_special="all")
+    assert gpt2.decode(ids) == text
+
+
+FRAGMENTS = [" ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\u00a0", "\u3000", "\x85", "\u2028", "\x0b",
+             "\x1c", "'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL", "don't", "I'm", "''", "'", "0", "7",
+             "42", "1234567", "3.14", "\u00bd", "\u00b2", "\u0661\u0662", "Hello", "world", " the", "\u00e9",
+             "e\u0301", "\u4e2d\u6587", "\u65e5\u672c\u8a9e", "\ud55c\uad6d\uc5b4", "\U0001f44d", "\U0001f44d\U0001f3fd",
+             "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f917", EOT, "<|", "|>", "endoftext", "!", "?!",
+             "...", "\u2014", "$", "\x00", "\ufeff", "\u200b"]
+# Any assigned character. Code points that Python 3.11's Unicode 14 leaves unassigned ("Cn") are left
+# out: the `regex` package knows a newer Unicode than tiktoken's Rust regex (U+3D000 is a letter for one
+# and not the other), so on them the two *pre-tokenizers* legitimately disagree.
+assigned = st.characters(blacklist_categories=("Cs", "Cn"))
+stress_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(assigned, max_size=8)), max_size=40).map("".join)
+
+
+@settings(max_examples=1200, deadline=None)
+@given(stress_text)
+def test_equals_tiktoken_on_generated_strings(gpt2, reference, text):
+    ids = gpt2.encode(text)
+    assert ids == reference.encode(text, allowed_special="all")
+    assert gpt2.decode(ids) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_round_trip_any_string(gpt2, text):
+    assert gpt2.decode(gpt2.encode(text)) == text
+    assert gpt2.decode_bytes(gpt2.encode(text)) == text.encode("utf-8")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: "a" * 100_000,
+    lambda: "".join(random.Random(0).choice("abcdefghijklmnopqrstuvwxyz") for _ in range(100_000)),
+    lambda: "".join(random.Random(1).choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(100_000)),
+    lambda: "7" * 50_000 + " " * 50_000 + "=" * 50_000,
+    lambda: "\u00e9\u4e2d" * 30_000,
+], ids=["a*100000", "random-lowercase-100KB", "random-letters-100KB", "digits-spaces-equals", "non-ascii-run"])
+def test_long_pieces_equal_tiktoken(gpt2, reference, make):
+    text = make()
+    assert gpt2.encode(text) == reference.encode(text)
+
+
+# ---------------------------------------------------------------- priority replay and the two merge paths
+def _byte_vocab():
+    return {i: bytes([i]) for i in range(256)}
+
+
+def test_priority_replay_counter_example():
+    tok = Tokenizer({**_byte_vocab(), 256: b"bc", 257: b"ab"}, [(b"b", b"c"), (b"a", b"b")])
+    assert [tok.vocab[i] for i in tok.encode("abc")] == [b"a", b"bc"]      # greedy would give [ab, c]
+    assert [tok.vocab[i] for i in tok.encode("abab")] == [b"ab", b"ab"]
+    xx = Tokenizer({**_byte_vocab(), 256: b"xx"}, [(b"x", b"x")])
+    assert [xx.vocab[i] for i in xx.encode("xxx")] == [b"xx", b"x"]         # no overlap, leftmost first
+
+
+def _tables(tok):
+    return tok._ranks, tok._merged, tok._shift
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=2, max_size=200))
+def test_scan_and_heap_agree_on_gpt2(gpt2, text):
+    ids = [gpt2._byte_ids[b] for b in text.encode("utf-8")]
+    assert _merge_scan(list(ids), *_tables(gpt2)) == _merge_heap(list(ids), *_tables(gpt2))
+
+
+@st.composite
+def merge_lists(draw):
+    "Random merge lists over a 3-letter alphabet; order is arbitrary, so later parts may precede their merge."
+    tokens = [b"a", b"b", b"c"]
+    for _ in range(draw(st.integers(0, 6))):
+        tokens.append(draw(st.sampled_from(tokens)) + draw(st.sampled_from(tokens)))
+    pairs = [(x, y) for x in tokens for y in tokens if x + y in tokens]
+    merges = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=12)) if pairs else []
+    return tokens, merges
+
+
+@settings(max_examples=400, deadline=None)
+@given(merge_lists(), st.text(alphabet="abc", min_size=2, max_size=120))
+def test_scan_and_heap_agree_on_any_merge_list(tm, word):
+    tokens, merges = tm
+    vocab = _byte_vocab()
+    for t in tokens:
+        if len(t) > 1 and t not in vocab.values(): vocab[len(vocab)] = t
+    tok = Tokenizer(vocab, merges)
+    ids = [tok._byte_ids[b] for b in word.encode()]
+    assert _merge_scan(list(ids), *_tables(tok)) == _merge_heap(list(ids), *_tables(tok))
+    # and the public encode (cache, then scan or heap by length) agrees with both
+    assert tok.encode(word) == _merge_scan(list(ids), *_tables(tok))
+
+
+def _replay(word: bytes, merges) -> list[bytes]:
+    "What training does to a pre-token: every merge in learned order, one left-to-right pass each."
+    symbols = [bytes([b]) for b in word]
+    for a, b in merges:
+        if a + b in word: symbols = merge_pair(symbols, (a, b), a + b)
+    return symbols
+
+
+def test_scan_heap_threshold_is_crossed_in_gpt2_sample(gpt2, reference):
+    "Pre-tokens just below and above the scan/heap threshold both match tiktoken."
+    n = encoder._SCAN_MAX
+    for length in (n - 1, n, n + 1, 2 * n):
+        text = "".join(random.Random(length).choice("etaoinshrdlu") for _ in range(length))
+        assert gpt2.encode(text) == reference.encode(text)
+
+
+# ---------------------------------------------------------------- a model we trained
+@pytest.fixture(scope="module")
+def trained():
+    from bpe_nb.incremental import train_incremental
+    text = (CS336 / "corpus.en").read_bytes().decode("utf-8")
+    model = train_incremental(count_pretokens(text, [EOT]), 700, [EOT], progress=False)
+    return model, text
+
+
+def test_trained_model_round_trip_and_specials(trained):
+    model, text = trained
+    tok = Tokenizer.from_model(model)
+    assert tok.special_tokens == model.special_tokens and tok.vocab == model.vocab
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    eot_id = model.special_tokens[EOT]
+    assert tok.encode(f"hello{EOT}world") == tok.encode("hello") + [eot_id] + tok.encode("world")
+    assert ids.count(eot_id) == text.count(EOT)
+
+
+def test_trained_model_encodes_every_pretoken_as_training_implies(trained):
+    model, text = trained
+    tok = Tokenizer.from_model(model)
+    id_of = {b: i for i, b in model.vocab.items()}
+    implied = {}
+    for piece in count_pretokens(text, [EOT]):  # every distinct pre-token of the training corpus
+        implied[piece] = [id_of[s] for s in _replay(piece, model.merges)]
+        assert list(tok._encode_piece(piece.decode("utf-8"))) == implied[piece], piece
+    expected = []  # and in context: the whole corpus is the concatenation of what training implies
+    for part in split_special(text, [EOT]):
+        if part == EOT: expected.append(model.special_tokens[EOT])
+        else: expected.extend(i for p in pretokenize(part) for i in implied[p])
+    assert tok.encode(text) == expected
+
+
+def test_trained_model_with_ids_smaller_tie_break_and_pickle(trained):
+    from bpe_nb.incremental import train_incremental
+    _, text = trained
+    model = train_incremental(count_pretokens(text[:20_000], [EOT]), 400, [EOT], tie_break="ids-smaller", progress=False)
+    tok = Tokenizer.from_model(model)
+    clone = pickle.loads(pickle.dumps(tok))
+    assert clone.encode(text[:5000]) == tok.encode(text[:5000])
+    assert clone.vocab == tok.vocab and clone.merges == tok.merges and clone.special_tokens == tok.special_tokens
+    assert clone.info == tok.info == model.info and tok.info["tie_break"] == "ids-smaller"
+
+
+def test_from_model_takes_the_recorded_pattern(trained):
+    from bpe_nb.naive import BPEModel
+    model, text = trained
+    tok = Tokenizer.from_model(BPEModel(model.vocab, model.merges, model.special_tokens, {"pattern": CL100K_PATTERN}))
+    assert tok.pattern == CL100K_PATTERN
+    assert Tokenizer.from_model(model).pattern == GPT2_PATTERN
+    assert Tokenizer.from_model(model, pattern=CL100K_PATTERN).pattern == CL100K_PATTERN
+    assert tok.decode(tok.encode(text[:3000])) == text[:3000]
+
+
+# ---------------------------------------------------------------- special tokens
+def test_special_tokens_longest_first_and_ids(gpt2, gpt2_two, gpt2_files):
+    assert gpt2.special_tokens == {EOT: 50256}
+    assert gpt2_two.special_tokens == {EOT: 50256, EOT * 2: 50257}
+    assert gpt2_two.encode(EOT * 3) == [50257, 50256]
+    assert gpt2.encode(EOT * 3) == [50256] * 3
+    assert gpt2_two.decode([50257]) == EOT * 2
+    as_dict = Tokenizer(*gpt2_files, special_tokens={EOT: 50256, "<pad>": 60000})
+    assert as_dict.encode("<pad>x" + EOT) == [60000, gpt2.encode("x")[0], 50256]
+    assert max(as_dict.vocab) == 60000
+
+
+def test_unregistered_special_is_plain_text(gpt2_files, gpt2):
+    plain = Tokenizer(*gpt2_files)
+    assert 50256 not in plain.encode(EOT)
+    assert plain.decode(plain.encode(EOT)) == EOT
+    assert plain.encode("hello world") == gpt2.encode("hello world")
+
+
+@pytest.mark.parametrize("specials, message", [
+    ("<|endoftext|>", "list of str or a dict"),
+    (["<a>", "<a>"], "given twice"),
+    ([""], "non-empty strings"),
+    ({"<a>": 5}, "vocab\\[5\\] is b'\\\\x05'"),
+    ({"<a>": 300, "<b>": 300}, "share id 300"),
+    ({"<a>": -1}, "non-negative int"),
+    (["\ud800"], "not valid UTF-8"),
+])
+def test_bad_special_tokens(specials, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        Tokenizer(_byte_vocab(), [], specials)
+
+
+@pytest.mark.parametrize("vocab, merges, message", [
+    ({0: b"a"}, [], "lacks 255 single byte"),
+    ({**{i: bytes([i]) for i in range(256)}, -1: b"ab"}, [], "non-negative ints"),
+    ({**{i: bytes([i]) for i in range(256)}, 256: "ab"}, [], "must be non-empty bytes"),
+    ({i: bytes([i]) for i in range(256)}, [(b"a", b"b")], "merged token b'ab' is not in the vocab"),
+    ({i: bytes([i]) for i in range(256)}, [(b"a", b"zz")], "b'zz' is not in the vocab"),
+    ({i: bytes([i]) for i in range(256)}, [(b"a",)], "must be a pair of non-empty bytes"),
+    ({i: bytes([i]) for i in range(256)}, [("a", "b")], "must be a pair of non-empty bytes"),
+    ({**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b"), (b"a", b"b")], "repeats merges\\[0\\]"),
+])
+def test_bad_vocab_or_merges(vocab, merges, message):
+    with pytest.raises(ValueError, match=message):
+        Tokenizer(vocab, merges)
+
+
+def test_bad_pattern_and_types():
+    with pytest.raises(ValueError, match="not a valid regex"):
+        Tokenizer(_byte_vocab(), [], pattern="(")
+    with pytest.raises(TypeError):
+        Tokenizer([b"a"], [])
+    with pytest.raises(TypeError, match="expects a str"):
+        Tokenizer(_byte_vocab(), []).encode(b"bytes")
+
+
+def test_lone_surrogate_is_a_clear_error(gpt2):
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 3"):
+        gpt2.encode("ok \ud800 no")
+    with pytest.raises(ValueError, match="lone surrogate"):
+        list(gpt2.encode_iterable(["ok ", "\ud800"]))
+
+
+# ---------------------------------------------------------------- decoding
+def test_decode_unknown_ids_and_bad_types(gpt2):
+    with pytest.raises(ValueError, match="unknown token id 50257"):
+        gpt2.decode([15496, 50257])
+    with pytest.raises(ValueError, match="unknown token id -1"):
+        gpt2.decode_bytes([-1])
+    with pytest.raises(TypeError, match="ids must be ints"):
+        gpt2.decode([1.0])
+    with pytest.raises(TypeError, match="ids must be ints"):
+        gpt2.decode([True])
+    with pytest.raises(TypeError, match="ids must be integers"):
+        gpt2.decode(np.array([1.0]))
+    assert gpt2.decode([]) == ""
+    ids = gpt2.encode("numpy ids work")
+    assert gpt2.decode(np.array(ids, dtype=np.uint16)) == "numpy ids work"
+    assert gpt2.decode(iter(ids)) == "numpy ids work"
+
+
+def test_decode_replaces_invalid_utf8(gpt2):
+    first = {b: i for i, b in gpt2.vocab.items()}[b"\xe2"]
+    assert gpt2.decode([first]) == "\ufffd"
+    assert gpt2.decode_bytes([first]) == b"\xe2"
+
+
+# ---------------------------------------------------------------- the cache
+def test_cache_is_bounded_and_does_not_change_results(gpt2_files):
+    text = BUNDLED.read_text(encoding="utf-8")[:100_000]
+    small = Tokenizer(*gpt2_files, special_tokens=[EOT], cache_size=100)
+    none = Tokenizer(*gpt2_files, special_tokens=[EOT], cache_size=0)
+    big = Tokenizer(*gpt2_files, special_tokens=[EOT])
+    expected = big.encode(text)
+    assert small.encode(text) == expected == none.encode(text)
+    assert len(small._cache) <= 100 and len(none._cache) == 0
+    assert small.encode(text) == expected  # a second pass, with a cache that has been trimmed
+    with pytest.raises(ValueError, match="cache_size"):
+        Tokenizer(*gpt2_files, cache_size=-1)
+
+
+# ---------------------------------------------------------------- encode_iterable
+STREAM_FRAGMENTS = FRAGMENTS + ["<s>", "<s><s>", "aa", "ab", "bcd", "a", "b", "c", "d", " a", EOT * 2, "<|endo", "ftext|>",
+                                 "'r", "'v", "'l", "e", "l", " \n", "\n ", "\r", "123", "!\n"]
+stream_text = st.lists(st.one_of(st.sampled_from(STREAM_FRAGMENTS), st.text(max_size=6)), max_size=30).map("".join)
+
+
+@pytest.fixture(scope="module")
+def stream_tokenizers(gpt2_files, gpt2, gpt2_two):
+    vocab, merges = gpt2_files
+    overlapping = Tokenizer(vocab, merges, special_tokens=["<s>", "<s><s>", "aa", "ab", "bcd"])
+    cl100k = Tokenizer(vocab, merges, special_tokens=[EOT], pattern=CL100K_PATTERN)
+    single = Tokenizer(vocab, merges, special_tokens=["<s>"])
+    return [gpt2, gpt2_two, Tokenizer(vocab, merges), overlapping, cl100k, single]
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    cuts = sorted({min(c, len(text)) for c in cuts})
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+@settings(max_examples=800, deadline=None)
+@given(stream_text, st.lists(st.integers(0, 200), max_size=12), st.integers(1, 40), st.integers(0, 5))
+def test_encode_iterable_equals_encode_whatever_the_chunking(stream_tokenizers, text, cuts, block, which):
+    tok = stream_tokenizers[which]
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block  # small blocks: the held-back logic runs at many seams
+    try: got = list(tok.encode_iterable(_split(text, cuts)))
+    finally: encoder._STREAM_BLOCK = saved
+    assert got == tok.encode(text)
+
+
+TRICKY = ["we're here", "x'rex 've'll", "a!\n\n  \n b", "x  \n  \n\n y\r\n\r\n", "12345 6789!!\n", "$hello   world  ",
+          "don't<|endoftext|>'s", "tab\t\t\tend  \u3000x", "\u00e9t\u00e9 'S'LL", "<s><s>aab bcd<s>"]
+
+
+@pytest.mark.parametrize("which", range(6))
+def test_encode_iterable_every_split_of_tricky_texts(stream_tokenizers, which):
+    tok = stream_tokenizers[which]
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = 1
+    try:
+        for text in TRICKY:
+            whole = tok.encode(text)
+            for i in range(len(text) + 1):
+                for j in range(i, min(len(text), i + 4) + 1):
+                    assert list(tok.encode_iterable([text[:i], text[i:j], text[j:]])) == whole, (text, i, j)
+    finally: encoder._STREAM_BLOCK = saved
+
+
+def test_encode_iterable_with_a_custom_pattern_cuts_only_at_specials(gpt2_files):
+    tok = Tokenizer(*gpt2_files, special_tokens=[EOT], pattern=r"\S+|\s+")
+    text = "some words " * 50 + EOT + "more words " * 50
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = 5
+    try: assert list(tok.encode_iterable(text[i:i + 7] for i in range(0, len(text), 7))) == tok.encode(text)
+    finally: encoder._STREAM_BLOCK = saved
+    ids, cut = encoder._encode_head(tok, "some words " * 5)
+    assert (ids, cut) == ([], 0)  # no special token yet: nothing is final
+
+
+def test_encode_iterable_on_a_file_and_a_str(gpt2, tmp_path):
+    text = BUNDLED.read_bytes().decode("utf-8")[:300_000]
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8", newline="")
+    with open(tmp_path / "t.txt", encoding="utf-8", newline="") as f:
+        assert list(gpt2.encode_iterable(f)) == gpt2.encode(text)
+    assert list(gpt2.encode_iterable(text[:1000])) == gpt2.encode(text[:1000])
+    with pytest.raises(TypeError, match="iterable of str"):
+        list(gpt2.encode_iterable([b"bytes"]))
+
+
+def test_encode_iterable_is_lazy(gpt2):
+    def endless():
+        while True: yield "Once upon a time there was a cat. "
+    first = list(islice(gpt2.encode_iterable(endless()), 10_000))
+    assert first == gpt2.encode("Once upon a time there was a cat. " * 2000)[:10_000]
+
+
+def test_encode_iterable_memory_does_not_grow_with_the_input(gpt2):
+    "Traced Python allocations stay bounded while 6 MB stream through (the ids are consumed, not kept)."
+    lines = BUNDLED.read_text(encoding="utf-8").splitlines(keepends=True)
+    def stream(repeats):
+        for _ in range(repeats): yield from lines
+    for _ in gpt2.encode_iterable(stream(1)): pass  # warm the cache
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in gpt2.encode_iterable(stream(6)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally: tracemalloc.stop()
+    assert n > 1_000_000
+    assert peak < 8 * 2**20, f"peak traced memory {peak / 2**20:.1f} MiB while streaming 6 MB"
+
+
+# ---------------------------------------------------------------- encode_file
+@pytest.fixture
+def docs(tmp_path):
+    text = BUNDLED.read_bytes().decode("utf-8")[:200_000]
+    path = tmp_path / "docs.txt"
+    path.write_bytes(text.encode("utf-8"))
+    return path, text
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_file_equals_encode(gpt2, docs, workers, monkeypatch):
+    monkeypatch.setattr(encoder, "_FILE_CHUNK", 20_000)  # many chunks
+    path, text = docs
+    out = path.with_suffix(".bin")
+    arr = gpt2.encode_file(path, out, workers=workers, progress=False)
+    assert isinstance(arr, np.memmap) and arr.dtype == np.uint16
+    assert arr.tolist() == gpt2.encode(text)
+    assert np.fromfile(out, dtype=np.uint16).tolist() == arr.tolist()
+    assert not out.with_name(out.name + ".partial").exists()
+
+
+def test_encode_file_identical_for_any_worker_count(gpt2, docs, monkeypatch):
+    monkeypatch.setattr(encoder, "_FILE_CHUNK", 30_000)
+    path, _ = docs
+    outs = [gpt2.encode_file(path, path.with_name(f"w{w}.bin"), workers=w, progress=False) for w in (1, 2, 3)]
+    data = [path.with_name(f"w{w}.bin").read_bytes() for w in (1, 2, 3)]
+    assert data[0] == data[1] == data[2] and len(outs[0]) > 0
+
+
+def test_encode_file_dtype_choice(gpt2_files, docs, gpt2):
+    path, text = docs
+    assert gpt2.encode_file(path, path.with_suffix(".a"), progress=False).dtype == np.uint16
+    assert gpt2.encode_file(path, path.with_suffix(".b"), dtype="uint32", progress=False).dtype == np.uint32
+    assert gpt2.encode_file(path, path.with_suffix(".c"), dtype=np.int64, progress=False).tolist() == gpt2.encode(text)
+    big = Tokenizer(*gpt2_files, special_tokens={EOT: 50256, "<big>": 70_000})
+    arr = big.encode_file(path, path.with_suffix(".d"), workers=1, progress=False)
+    assert arr.dtype == np.uint32 and arr.tolist() == gpt2.encode(text)
+    with pytest.raises(ValueError, match="cannot hold token id 70000"):
+        big.encode_file(path, path.with_suffix(".e"), dtype=np.uint16, progress=False)
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpt2.encode_file(path, path.with_suffix(".f"), dtype=np.float32, progress=False)
+
+
+def test_encode_file_npy(gpt2, docs, monkeypatch):
+    monkeypatch.setattr(encoder, "_FILE_CHUNK", 50_000)
+    path, text = docs
+    arr = gpt2.encode_file(path, path.with_suffix(".npy"), workers=2, progress=False)
+    assert np.load(path.with_suffix(".npy")).tolist() == arr.tolist() == gpt2.encode(text)
+
+
+def test_encode_file_edge_cases(gpt2, tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert gpt2.encode_file(tmp_path / "empty.txt", tmp_path / "e.bin", progress=False).tolist() == []
+    (tmp_path / "only.txt").write_bytes((EOT * 5).encode())
+    assert gpt2.encode_file(tmp_path / "only.txt", tmp_path / "o.bin", progress=False).tolist() == [50256] * 5
+    (tmp_path / "crlf.txt").write_bytes(b"line one\r\nline two\r\n")  # bytes are kept exactly
+    assert gpt2.encode_file(tmp_path / "crlf.txt", tmp_path / "c.bin", progress=False).tolist() == gpt2.encode("line one\r\nline two\r\n")
+    (tmp_path / "bad.txt").write_bytes(b"ok " + b"\xff" + b" no")
+    with pytest.raises(ValueError, match="not valid UTF-8 at byte 3"):
+        gpt2.encode_file(tmp_path / "bad.txt", tmp_path / "b.bin", progress=False)
+    assert not (tmp_path / "b.bin").exists() and not (tmp_path / "b.bin.partial").exists()
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        gpt2.encode_file(tmp_path / "missing.txt", tmp_path / "m.bin")
+    with pytest.raises(ValueError, match="workers must be a positive int"):
+        gpt2.encode_file(tmp_path / "only.txt", tmp_path / "o.bin", workers=0)
+    with pytest.raises(ValueError, match="is the input file"):
+        gpt2.encode_file(tmp_path / "only.txt", tmp_path / "only.txt")
+
+
+def test_encode_file_without_specials_is_one_chunk(gpt2_files, docs, monkeypatch):
+    monkeypatch.setattr(encoder, "_FILE_CHUNK", 10_000)
+    path, text = docs
+    plain = Tokenizer(*gpt2_files)
+    assert _file_cuts(path, [], 10_000) == [0, path.stat().st_size]
+    assert plain.encode_file(path, path.with_suffix(".p"), workers=2, progress=False).tolist() == plain.encode(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["aa", "a", "b", "ab", "bcd", "<s>", "<s><s>", "x y", " ", "\u00e9"]), max_size=60).map("".join),
+       st.integers(1, 12), st.sampled_from([3, 5]))
+def test_file_cuts_are_exact(stream_tokenizers, tmp_path_factory, text, target, which):
+    "Cutting at the returned offsets and encoding the pieces gives the ids of the whole file."
+    tok = stream_tokenizers[which]  # 3: <s>, <s><s>, aa, ab, bcd (our finder); 5: <s> only (chapter 03's)
+    path = tmp_path_factory.mktemp("cuts") / "t.txt"
+    path.write_bytes(text.encode())
+    cuts = _file_cuts(path, [s.encode() for s in tok.special_tokens], target)
+    data = path.read_bytes()
+    assert cuts[0] == 0 and cuts[-1] == len(data)
+    assert all(a < b for a, b in zip(cuts, cuts[1:])) or cuts == [0, 0]  # an empty file is one empty range
+    pieces = [data[a:b].decode() for a, b in zip(cuts, cuts[1:])]
+    assert [i for p in pieces for i in tok.encode(p)] == tok.encode(text)
+
+
+def test_encode_file_with_several_specials(gpt2_two, docs, monkeypatch):
+    monkeypatch.setattr(encoder, "_FILE_CHUNK", 20_000)
+    path, text = docs
+    text2 = text.replace(EOT, EOT * 2, 10)  # some doubled markers: the longer special must win
+    path.write_text(text2, encoding="utf-8", newline="")
+    for workers in (1, 2):
+        arr = gpt2_two.encode_file(path, path.with_suffix(f".{workers}"), workers=workers, progress=False)
+        assert arr.tolist() == gpt2_two.encode(text2)
+    assert 50257 in arr.tolist()
