@@ -1,0 +1,284 @@
+"Parallel chunked counting: every cut is safe, counts equal the whole-text count for any workers and executor."
+import io
+import re
+import sys
+import warnings
+from collections import Counter
+from concurrent.futures import Executor, Future
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bpe_nb.chunking as chunking
+from bpe_nb.chunking import (CountProgress, _Cutter, _Tally, _count_range, count_pretokens_file,
+                             find_chunk_boundaries, train_bpe)
+from bpe_nb.naive import EarlyStopWarning, MergeProgress
+from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens
+
+EOT = "<|endoftext|>"
+SPECIALS = [EOT, EOT + EOT, "<pad>"]
+# Characters that make pre-tokenization (and cutting) subtle: whitespace of every kind, including the
+# U+001C..U+001F separators that `re` calls whitespace and `regex` does not; contractions; digits; punctuation;
+# multi-byte characters of 2, 3 and 4 bytes; pieces of special tokens.
+PIECES = [" ", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", "\x0b", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000",
+          "a", "Zz", "word", "'s", "'ll", "'", "12", "3", ".", "!?", "-", "é", "中", "👍", "<", "|>", "<|end"]
+text_st = st.lists(st.one_of(st.sampled_from(PIECES), st.sampled_from(SPECIALS)), max_size=40).map("".join)
+
+
+class InlineExecutor(Executor):
+    "An Executor that runs each task at once in this process: tests the executor path cheaply."
+    def __init__(self): self.calls = 0
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        fut = Future()
+        try: fut.set_result(fn(*args, **kwargs))
+        except BaseException as e: fut.set_exception(e)
+        return fut
+
+
+@pytest.fixture(scope="module")
+def sample_text(tinystories_sample):
+    return tinystories_sample.read_text(encoding="utf-8")
+
+
+# --- find_chunk_boundaries -------------------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"ab", b"xyz", b"\xe4\xb8\xad", b" ", EOT.encode()]), max_size=60).map(b"".join),
+       st.integers(1, 12), st.integers(1, 20))
+def test_boundaries_snap_to_the_first_token_after_each_guess(data, n, window):
+    tok = EOT.encode()
+    bounds = find_chunk_boundaries(io.BytesIO(data), n, tok, window=window)
+    assert bounds == sorted(set(bounds)) and bounds[0] == 0 and bounds[-1] == len(data)
+    firsts = set()
+    for i in range(1, n):
+        j = data.find(tok, i * len(data) // n)
+        firsts.add(len(data) if j == -1 else j)
+    assert set(bounds) - {0, len(data)} == firsts - {0, len(data)}  # exactly the snapped guesses, deduplicated
+    for b in bounds[1:-1]: assert data.startswith(tok, b)
+
+
+def test_boundaries_find_a_token_straddling_two_windows():
+    data = b"x" * 30 + EOT.encode() + b"y" * 37
+    for w in range(1, 40): assert find_chunk_boundaries(io.BytesIO(data), 4, EOT.encode(), window=w) == [0, 30, 80]
+
+
+def test_boundaries_of_a_path_and_bad_arguments(tmp_path):
+    p = tmp_path / "f.txt"; p.write_bytes(b"a" * 120 + EOT.encode() + b"b" * 100)
+    assert find_chunk_boundaries(p, 2, EOT.encode()) == [0, 120, 233]
+    with pytest.raises(ValueError, match="desired_num_chunks must be >= 1, got 0"): find_chunk_boundaries(p, 0, b"x")
+    with pytest.raises(TypeError, match="must be bytes"): find_chunk_boundaries(p, 2, EOT)
+    with pytest.raises(ValueError, match="must not be empty"): find_chunk_boundaries(p, 2, b"")
+    with pytest.raises(FileNotFoundError, match="nope.txt"): find_chunk_boundaries(tmp_path / "nope.txt", 2, b"x")
+
+
+# --- the cut rule ------------------------------------------------------------------------------------------------
+def test_re_whitespace_is_a_superset_of_regex_whitespace():
+    # `_split_safe` finds unsafe spaces with stdlib `re`; that is conservative only if re's \s covers regex's \s.
+    everything = "".join(chr(i) for i in range(sys.maxunicode + 1) if not 0xD800 <= i <= 0xDFFF)
+    rx_ws, re_ws = set(regex.findall(r"\s", everything)), set(re.findall(r"\s", everything))
+    assert " " in rx_ws and "\u3000" in rx_ws and rx_ws <= re_ws
+
+
+@settings(max_examples=300, deadline=None)
+@given(text_st, st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\w+|\s+|[^\w\s]+"]))
+def test_every_allowed_cut_keeps_the_counts(text, pattern):
+    data, whole = text.encode(), count_pretokens(text, SPECIALS, pattern)
+    cutter = _Cutter(SPECIALS, pattern)
+    p = cutter.first(data, 1, len(data))
+    while p != -1:
+        left, right = data[:p].decode(), data[p:].decode()  # a cut never splits a UTF-8 character
+        assert count_pretokens(left, SPECIALS, pattern) + count_pretokens(right, SPECIALS, pattern) == whole, p
+        assert cutter.last(data, p + 1) == p  # `last` finds the same cuts from the other side
+        p = cutter.first(data, p + 1, len(data))
+
+
+def test_the_space_rule_is_needed_and_unknown_patterns_only_cut_at_specials():
+    assert count_pretokens("a ") + count_pretokens("  b") != count_pretokens("a   b")  # inside a run: unsafe
+    data = b"word   next" + EOT.encode() + b"tail"
+    assert _Cutter([EOT], GPT2_PATTERN).first(data, 1, len(data)) == 4
+    assert _Cutter([EOT], r"\w+").first(data, 1, len(data)) == 11
+    assert _Cutter([], r"\w+").first(data, 1, len(data)) == -1
+    assert _Cutter(["<|a|>", "<|a|><|a|>"], GPT2_PATTERN).last(b"x<|a|><|a|>", 11) == 1  # not inside the doubled token
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(text_st, min_size=1, max_size=4), st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\S+|\s+"]),
+       st.integers(1, 8))
+def test_tally_equals_count_pretokens(texts, pattern, max_parts):
+    # Pieces are independent documents here (joined by a special token), as the workers' pieces are.
+    tally = _Tally(SPECIALS, pattern, max_parts=max_parts)
+    for t in texts: tally.add(t + EOT)
+    whole = EOT.join(texts) + EOT
+    assert tally.result() == count_pretokens(whole, SPECIALS, pattern)
+    assert tally.specials == sum(len(chunking.special_pattern(tuple(SPECIALS)).findall(t + EOT)) for t in texts)
+
+
+# --- count_pretokens_file ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("workers", [1, 2, 3, 7])
+def test_file_counts_equal_single_process_counts_on_the_sample(workers, tinystories_sample, sample_text):
+    expected = count_pretokens(sample_text, [EOT])
+    got = count_pretokens_file(tinystories_sample, [EOT], workers=workers, min_chunk_size=1 << 14, piece_size=1 << 16)
+    assert got == expected
+    assert list(got) == sorted(got)  # deterministic order
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text_st, st.integers(1, 40), st.integers(1, 7), st.integers(1, 9),
+       st.sampled_from([[EOT], SPECIALS, []]), st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\w+|\s+|[^\w\s]+"]))
+def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, piece_size, workers, window, specials, pattern):
+    # Tiny look-ahead windows and tiny pieces put specials and multi-byte characters across every kind of edge.
+    monkeypatch.setattr(chunking, "_SNAP_WINDOW", window)
+    p = tmp_path / "t.txt"; p.write_bytes(text.encode())
+    ex = InlineExecutor()
+    got = count_pretokens_file(p, specials, workers=workers, executor=ex, pattern=pattern,
+                               piece_size=piece_size, min_chunk_size=1)
+    assert got == count_pretokens(text, specials, pattern)
+    assert list(got) == sorted(got)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(text_st, min_size=5, max_size=30).map("".join), st.integers(2, 3))
+def test_file_counts_with_a_process_pool(tmp_path, text, workers):
+    text = EOT + text + EOT + EOT  # specials at the start, at the end, doubled
+    p = tmp_path / "t.txt"; p.write_bytes(text.encode())
+    assert count_pretokens_file(p, [EOT], workers=workers, min_chunk_size=1, piece_size=16) == count_pretokens(text, [EOT])
+
+
+def test_a_file_without_special_tokens_is_still_cut_and_counted_exactly(tmp_path, sample_text):
+    text = sample_text.replace(EOT, "\n")
+    p = tmp_path / "plain.txt"; p.write_text(text, encoding="utf-8")
+    with open(p, "rb") as f: ranges = chunking._plan_ranges(f, p.stat().st_size, 3, _Cutter([EOT], GPT2_PATTERN), 1 << 14)
+    assert len(ranges) >= 12
+    assert count_pretokens_file(p, [EOT], workers=3, min_chunk_size=1 << 14, piece_size=1000) == count_pretokens(text)
+    # An unproven pattern cannot cut such a file: it falls back to one range, and the counts are still exact.
+    with open(p, "rb") as f: assert len(chunking._plan_ranges(f, p.stat().st_size, 3, _Cutter([EOT], r"\S+|\s+"), 1)) == 1
+    assert count_pretokens_file(p, [EOT], workers=3, pattern=r"\S+|\s+", min_chunk_size=1) == count_pretokens(text, [], r"\S+|\s+")
+
+
+def test_workers_read_their_range_in_pieces(tinystories_sample):
+    sizes = []
+    size = tinystories_sample.stat().st_size
+    _count_range(str(tinystories_sample), 0, size, (EOT,), GPT2_PATTERN, "strict", 4096, sizes.append)
+    assert sum(sizes) == size and len(sizes) > size // 8192 and max(sizes) <= 4096
+
+
+def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
+    p = tmp_path / "short.txt"; p.write_bytes(b"hello world")
+    with pytest.raises(ValueError, match="expected 100 bytes but the file ended at 11"):
+        _count_range(str(p), 0, 100, (EOT,), GPT2_PATTERN, "strict", 4, None)
+
+
+# --- bad input ---------------------------------------------------------------------------------------------------
+def test_bad_arguments_name_the_bad_value(tmp_path, tinystories_sample):
+    with pytest.raises(FileNotFoundError, match="missing.txt"): count_pretokens_file(tmp_path / "missing.txt")
+    with pytest.raises(IsADirectoryError): count_pretokens_file(tmp_path)
+    for w in (0, -1):
+        with pytest.raises(ValueError, match=f"workers must be >= 1, got {w}"): count_pretokens_file(tinystories_sample, workers=w)
+    with pytest.raises(TypeError, match="workers must be an int"): count_pretokens_file(tinystories_sample, workers="2")
+    with pytest.raises(TypeError, match="workers must be an int"): count_pretokens_file(tinystories_sample, workers=True)
+    with pytest.raises(TypeError, match="executor must be"): count_pretokens_file(tinystories_sample, executor=object())
+    with pytest.raises(TypeError, match="sequence of strings"): count_pretokens_file(tinystories_sample, EOT)
+    with pytest.raises(ValueError, match="non-empty"): count_pretokens_file(tinystories_sample, [""])
+    with pytest.raises(ValueError, match="'ignore'"): count_pretokens_file(tinystories_sample, errors="ignore")
+    with pytest.raises(ValueError, match="piece_size must be >= 1, got 0"): count_pretokens_file(tinystories_sample, piece_size=0)
+    with pytest.raises(TypeError, match="progress must be"): count_pretokens_file(tinystories_sample, progress="yes")
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_invalid_utf8_names_the_first_bad_offset(tmp_path, sample_text, workers):
+    good = sample_text.encode()
+    bad = good[:200_000] + b"\xff" + good[200_000:700_000] + b"\xe2\x82" + good[700_000:]
+    p = tmp_path / "bad.txt"; p.write_bytes(bad)
+    with pytest.raises(ValueError, match=r"invalid UTF-8 at byte offset 200000 \(byte 0xff"):
+        count_pretokens_file(p, workers=workers, min_chunk_size=1 << 14)
+    # only the second bad sequence: its offset is reported, from whichever range holds it
+    p.write_bytes(good[:700_000] + b"\xe2\x82" + good[700_000:])
+    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 700000 "):
+        count_pretokens_file(p, workers=workers, min_chunk_size=1 << 14)
+    p.write_bytes(bad)
+    got = count_pretokens_file(p, workers=workers, errors="replace", min_chunk_size=1 << 14, piece_size=5000)
+    assert got == count_pretokens(bad.decode("utf-8", "replace"), [EOT])
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.txt"; p.write_bytes(b"")
+    assert count_pretokens_file(p, workers=3) == Counter()
+    with pytest.warns(EarlyStopWarning):
+        m = train_bpe(p, 1000, workers=2, progress=False)
+    assert m.merges == [] and len(m.vocab) == 257 and m.special_tokens == {EOT: 256}
+
+
+def test_a_missing_special_token_is_noted_in_the_progress_output(tmp_path, capsys):
+    p = tmp_path / "plain.txt"; p.write_text("no separator in this text at all\n" * 50, encoding="utf-8")
+    count_pretokens_file(p, [EOT], workers=1, progress=True)
+    err = capsys.readouterr().err
+    assert "no special token (<|endoftext|>) occurs in" in err and "plain.txt" in err
+    count_pretokens_file(p, [EOT], workers=1, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+# --- train_bpe ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory, sample_text):
+    p = tmp_path_factory.mktemp("corpus") / "twice.txt"
+    p.write_bytes(sample_text.encode() * 2)
+    return p
+
+
+@pytest.fixture(scope="module")
+def reference_model(twice):
+    return train_bpe(twice, 2000, workers=1, progress=False)
+
+
+def _fingerprint(m):
+    "Everything a saved model holds, as bytes: equal fingerprints mean byte-identical models."
+    return repr((list(m.vocab.items()), m.merges, list(m.special_tokens.items()))).encode()
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_train_bpe_is_identical_for_any_worker_count(twice, reference_model, workers):
+    m = train_bpe(twice, 2000, workers=workers, progress=False, min_chunk_size=1 << 16)
+    assert _fingerprint(m) == _fingerprint(reference_model)
+    assert len(m.merges) == 2000 - 257 and m.info["special_tokens_found"] == 2 * 1274
+
+
+def test_train_bpe_naive_and_incremental_agree(tinystories_sample):
+    a = train_bpe(tinystories_sample, 400, workers=1, trainer="naive", progress=False)
+    b = train_bpe(tinystories_sample, 400, workers=2, trainer="incremental", progress=False, min_chunk_size=1 << 16)
+    assert _fingerprint(a) == _fingerprint(b)
+
+
+def test_train_bpe_progress(tinystories_sample, capsys):
+    seen = []
+    train_bpe(tinystories_sample, 300, workers=1, progress=seen.append)
+    kinds = [type(x) for x in seen]
+    assert kinds[0] is CountProgress and kinds[-1] is MergeProgress and CountProgress in kinds
+    size = tinystories_sample.stat().st_size
+    assert seen[kinds.index(MergeProgress) - 1] == CountProgress(size, size)
+    assert seen[-1].done == 300 - 257
+    train_bpe(tinystories_sample, 300, workers=1, progress=False)
+    assert capsys.readouterr().err == ""
+    train_bpe(tinystories_sample, 300, workers=1, progress=True)
+    err = capsys.readouterr().err
+    assert "counting pre-tokens" in err and "43/43" in err
+
+
+def test_train_bpe_checks_its_arguments_before_counting(tmp_path, tinystories_sample):
+    with pytest.raises(ValueError, match="vocab_size=100"): train_bpe(tinystories_sample, 100)
+    with pytest.raises(ValueError, match="'fast'"): train_bpe(tinystories_sample, 1000, trainer="fast")
+    with pytest.raises(ValueError, match="'random'"): train_bpe(tinystories_sample, 1000, tie_break="random")
+    with pytest.raises(FileNotFoundError, match="nope.txt"): train_bpe(tmp_path / "nope.txt", 1000)
+    with pytest.raises(ValueError, match="workers must be >= 1, got 0"): train_bpe(tinystories_sample, 1000, workers=0)
+
+
+# --- Dask --------------------------------------------------------------------------------------------------------
+def test_dask_executor_gives_the_same_counts_and_model(twice, reference_model, sample_text):
+    from dask.distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None) as cluster, \
+         Client(cluster) as client:
+        ex = client.get_executor()
+        counts = count_pretokens_file(twice, [EOT], workers=2, executor=ex, min_chunk_size=1 << 16)
+        m = train_bpe(twice, 2000, workers=2, executor=ex, progress=False, min_chunk_size=1 << 16)
+    assert counts == count_pretokens(sample_text * 2, [EOT]) and list(counts) == sorted(counts)
+    assert _fingerprint(m) == _fingerprint(reference_model)
