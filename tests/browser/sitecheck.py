@@ -1,0 +1,264 @@
+"""Check the built docs site in headless Chromium: what a reader would see, from `file://`, offline.
+
+Used by `test_site.py`; also runnable on its own (`python tests/browser/sitecheck.py [_docs]`), which
+prints every problem and saves screenshots of the landing page and the first chapter.
+
+`inspect_site` opens every page once and records what the browser saw; `find_problems` turns that
+record into a list of problems per check, so that a deliberately broken copy of the site can show
+each check failing. Chromium and its driver are Debian's (`/usr/bin/chromium`,
+`/usr/bin/chromedriver`); Selenium is given both paths so Selenium Manager never downloads anything.
+"""
+from __future__ import annotations
+
+import configparser, os, re, sys, tempfile, time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("BPE_CHROMIUM", "/usr/bin/chromium"))
+CHROMEDRIVER = Path(os.environ.get("BPE_CHROMEDRIVER", "/usr/bin/chromedriver"))
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1280,1000"]
+CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", "offline", "search")
+
+
+def chrome(user_data_dir: str | None = None):
+    "A headless Chromium driven by Debian's chromedriver, with the browser console log enabled."
+    os.environ.setdefault("SE_OFFLINE", "true")          # belt and braces: Selenium Manager stays offline
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for f in CHROME_FLAGS: opts.add_argument(f)
+    opts.add_argument(f"--user-data-dir={user_data_dir or tempfile.mkdtemp(prefix='bpe-chromium-')}")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=opts)
+
+
+@dataclass
+class Page:
+    "What the browser saw on one page."
+    name: str
+    console: list[str] = field(default_factory=list)      # SEVERE console messages
+    sidebar: list[tuple[str, str]] = field(default_factory=list)   # (text, href) of the left navigation
+    images: list[tuple[str, int]] = field(default_factory=list)    # (src, naturalWidth)
+    links: list[str] = field(default_factory=list)         # every <a href>, resolved
+    math: tuple[int, int] = (0, 0)                         # (math elements, rendered by MathJax)
+    code: list[str] = field(default_factory=list)          # the text of every input code cell
+    resources: list[str] = field(default_factory=list)     # every URL the page loaded
+    intro: str = ""                                        # the start of the article's text
+    h2: list[str] = field(default_factory=list)            # the article's section titles
+
+
+@dataclass
+class SiteReport:
+    site: Path
+    pages: dict[str, Page]
+    search_hits: list[str]
+    search_console: list[str]
+
+
+JS_PAGE = """
+const abs = a => a.href;
+return {
+  sidebar: Array.from(document.querySelectorAll('nav.bd-docs-nav a.reference')).map(a => [a.textContent.trim(), a.href]),
+  images: Array.from(document.images).map(i => [i.currentSrc || i.src, i.naturalWidth]),
+  links: Array.from(document.querySelectorAll('a[href]')).map(abs),
+  math: [document.querySelectorAll('.math').length, document.querySelectorAll('.math mjx-container').length],
+  code: Array.from(document.querySelectorAll('.cell_input pre, div.highlight-ipython3 pre')).map(p => p.textContent),
+  resources: performance.getEntriesByType('resource').map(e => e.name),
+  intro: (document.querySelector('article.bd-article') || document.body).innerText.slice(0, 2000),
+  h2: Array.from(document.querySelectorAll('article.bd-article h2')).map(h => h.textContent.replace(/#$/, '').trim()),
+};
+"""
+
+
+def _severe(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def _settle(driver, timeout: float = 10) -> None:
+    "Wait until images are loaded and MathJax (if the page uses it) has typeset."
+    t = time.time()
+    while time.time() - t < timeout:
+        if driver.execute_script(
+            "return Array.from(document.images).every(i => i.complete) && "
+            "(!document.querySelector('.math') || !document.querySelector('script[src*=mathjax]') || "
+            " document.querySelectorAll('.math').length === document.querySelectorAll('.math mjx-container').length)"):
+            return
+        time.sleep(0.1)
+
+
+def inspect_page(driver, url: str, name: str) -> Page:
+    _severe(driver)                                      # drop what the previous page logged
+    driver.get(url)
+    _settle(driver)
+    d = driver.execute_script(JS_PAGE)
+    return Page(name, _severe(driver), [tuple(x) for x in d["sidebar"]], [tuple(x) for x in d["images"]],
+                d["links"], tuple(d["math"]), d["code"], d["resources"], d["intro"], d["h2"])
+
+
+def search(driver, site: Path, query: str, timeout: float = 10) -> tuple[list[str], list[str]]:
+    "Run Sphinx's search page from `file://` for `query`; return (result titles, console errors)."
+    _severe(driver)
+    driver.get(f"{(site / 'search.html').as_uri()}?q={query}")
+    t = time.time()
+    while time.time() - t < timeout:
+        done = driver.execute_script("const s = document.querySelector('#search-results .search-summary');"
+                                     "return s && /found|did not match/i.test(s.textContent);")
+        if done: break
+        time.sleep(0.2)
+    hits = driver.execute_script("return Array.from(document.querySelectorAll('#search-results ul.search li a'))"
+                                 ".map(a => a.textContent.trim());")
+    return hits, _severe(driver)
+
+
+def inspect_site(driver, site: Path) -> SiteReport:
+    "Open every HTML page of `site` once, then search it for 'merge'."
+    pages = {}
+    for f in sorted(site.glob("*.html")):
+        pages[f.name] = inspect_page(driver, f.as_uri(), f.name)
+    hits, console = search(driver, site, "merge")
+    return SiteReport(site, pages, hits, console)
+
+
+def expected_chapters(nbs: Path = ROOT / "nbs") -> list[str]:
+    "The chapter pages the sidebar must list, in order: one per `NN_name.ipynb` of nbs/."
+    return [p.with_suffix(".html").name for p in sorted(nbs.glob("[0-9][0-9]_*.ipynb"))]
+
+
+def hidden_code(nbs: Path = ROOT / "nbs") -> dict[str, list[str]]:
+    "Per page, the code of cells nbdev must not show (`#| hide`, `#| export`, `#| exporti`, `#| default_exp`)."
+    import json
+    out = {}
+    for p in sorted(nbs.glob("*.ipynb")):
+        cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
+        srcs = []
+        for c in cells:
+            src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            lines = src.split("\n")
+            heads = [l for l in lines if l.startswith("#|")]
+            if c["cell_type"] == "code" and any(re.match(r"#\|\s*(hide|export|exporti|default_exp)\b", l) for l in heads):
+                code = "\n".join(l for l in lines if not l.startswith("#|")).strip()
+                if code and ("\n" in code or len(code) > 30): srcs.append(code)
+        out[p.with_suffix(".html").name] = srcs
+    return out
+
+
+def _doc_url() -> str:
+    "nbdev's absolute docs URL (settings.ini doc_host + doc_baseurl): links to it were not rewritten."
+    cp = configparser.ConfigParser()
+    cp.read(ROOT / "settings.ini")
+    d = cp["DEFAULT"]
+    host = d.get("doc_host", "").replace("%(user)s", d.get("user", ""))
+    return host.rstrip("/") + "/" + d.get("doc_baseurl", "").replace("%(repo)s", d.get("repo", "")).strip("/")
+
+
+_ids_cache: dict[Path, set[str]] = {}
+
+
+def _ids(path: Path) -> set[str]:
+    if path not in _ids_cache:
+        _ids_cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(encoding="utf-8", errors="replace")))
+    return _ids_cache[path]
+
+
+def find_problems(rep: SiteReport,
+                  chapters: list[str] | None = None,  # expected sidebar order (default: from nbs/)
+                  hidden: dict[str, list[str]] | None = None  # code that must not be shown, per page
+                 ) -> dict[str, list[str]]:
+    "Every problem the report shows, by check (an empty list means the check passed)."
+    chapters = expected_chapters() if chapters is None else chapters
+    hidden = hidden_code() if hidden is None else hidden
+    site, doc_url = rep.site.resolve(), _doc_url()
+    probs = {k: [] for k in CHECKS}
+    content = [n for n in rep.pages if n not in ("genindex.html", "search.html")]
+    for missing in sorted(set(["index.html", *chapters]) - set(rep.pages)):
+        probs["links"].append(f"page {missing} was not built")
+    for name, pg in rep.pages.items():
+        probs["console"] += [f"{name}: {m}" for m in pg.console]
+        # sidebar: landing page first, then every chapter in numbered order, nothing missing
+        pages = [Path(unquote(urlparse(h).path)).name for _, h in pg.sidebar]
+        got = [p for p in pages if re.match(r"\d\d_", p)]
+        if not pages or pages[0] != "index.html":
+            probs["sidebar"].append(f"{name}: the sidebar does not start with the landing page: {pages}")
+        if got != chapters:
+            probs["sidebar"].append(f"{name}: the sidebar lists {got}, expected {chapters}")
+        for text, href in pg.sidebar:
+            p = Path(unquote(urlparse(href).path)).name
+            if re.match(r"\d\d_", p) and not text.startswith(p[:2]):
+                probs["sidebar"].append(f"{name}: sidebar entry {text!r} for {p} is not numbered {p[:2]}")
+        probs["images"] += [f"{name}: image {src} did not load (naturalWidth 0)" for src, w in pg.images if not w]
+        for url in pg.links:
+            u = urlparse(url)
+            if doc_url and url.startswith(doc_url):
+                probs["links"].append(f"{name}: link to the (unpublished) nbdev site: {url}"); continue
+            if u.scheme != "file": continue                       # external: not followed offline
+            target = Path(unquote(u.path))
+            if target.is_dir(): target = target / "index.html"
+            if not target.exists():
+                probs["links"].append(f"{name}: broken link {url}"); continue
+            if site not in target.resolve().parents:
+                probs["links"].append(f"{name}: link leaves the site: {url}"); continue
+            if u.fragment and target.suffix == ".html" and unquote(u.fragment) not in _ids(target):
+                probs["links"].append(f"{name}: link to a missing anchor {url}")
+        n, ok = pg.math
+        if ok < n: probs["math"].append(f"{name}: {n - ok} of {n} math elements were not rendered by MathJax")
+        for code in pg.code:
+            probs["code"] += [f"{name}: a directive is visible: {l.strip()!r}" for l in code.split("\n") if l.lstrip().startswith("#|")]
+            if "show_doc(" in code: probs["code"].append(f"{name}: a show_doc call is visible")
+        shown = "\n".join(pg.code)
+        for src in hidden.get(name, []) if name in content else []:
+            if src in shown: probs["code"].append(f"{name}: hidden/exported code is visible: {src.splitlines()[0]!r}")
+        if re.match(r"\d\d_", name):      # a chapter opens with what you will learn, ends with what comes next
+            if "What you will learn" not in pg.intro:
+                probs["structure"].append(f"{name}: does not open with 'What you will learn'")
+            if not pg.h2 or pg.h2[-1] != "What comes next":
+                probs["structure"].append(f"{name}: its last section is {pg.h2[-1:] or 'missing'}, not 'What comes next'")
+        probs["offline"] += [f"{name}: loaded {r}" for r in pg.resources if not r.startswith(("file:", "data:", "blob:"))]
+    if not rep.search_hits: probs["search"].append("searching for 'merge' from file:// found nothing")
+    probs["search"] += [f"search.html?q=merge: {m}" for m in rep.search_console]
+    return probs
+
+
+def screenshots(driver, site: Path, out: Path, pages: list[str]) -> list[Path]:
+    "Full-page PNG screenshots of `pages` of `site`, written to `out`."
+    out.mkdir(parents=True, exist_ok=True)
+    shots = []
+    for name in pages:
+        driver.set_window_size(1280, 1000)
+        driver.get((site / name).as_uri())
+        _settle(driver)
+        h = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 12000)")
+        driver.set_window_size(1280, max(h, 800))
+        time.sleep(0.3)
+        p = out / name.replace(".html", ".png")
+        driver.save_screenshot(str(p))
+        shots.append(p)
+    driver.set_window_size(1280, 1000)
+    return shots
+
+
+def main(argv: list[str]) -> int:
+    site = Path(argv[0] if argv else ROOT / "_docs").resolve()
+    if not (site / "index.html").exists():
+        print(f"no site at {site}: run `make docs` first", file=sys.stderr); return 2
+    driver = chrome()
+    try:
+        t = time.time()
+        rep = inspect_site(driver, site)
+        probs = find_problems(rep)
+        chapters = expected_chapters()
+        shots = screenshots(driver, site, ROOT / "build" / "docs" / "screenshots", ["index.html", *chapters[:1]])
+    finally: driver.quit()
+    print(f"{len(rep.pages)} pages checked in {time.time() - t:.1f} s; search 'merge': {len(rep.search_hits)} results")
+    for k, v in probs.items():
+        print(f"{k:10} {'ok' if not v else f'{len(v)} problem(s)'}")
+        for m in v: print(f"           - {m}")
+    print("screenshots:", *[str(s) for s in shots])
+    return 1 if any(probs.values()) else 0
+
+
+if __name__ == "__main__": sys.exit(main(sys.argv[1:]))

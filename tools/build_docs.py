@@ -1,0 +1,350 @@
+"""Build the docs site from the notebooks, offline: `python tools/build_docs.py` (or `make docs`).
+
+The notebooks in nbs/ are committed without outputs, and Quarto (what `nbdev_docs` needs) cannot be
+installed here, so the site is made in four steps, each done by the tool that already knows how:
+
+1. execute  every notebook runs with execnb's `CaptureShell` as `nbdev_test` runs it (no Jupyter
+            kernel; from its own folder; IN_TEST=1; default process start method), into
+            build/docs/exec/. Cells flagged with a `tst_flags` flag of settings.ini (`#| slow`,
+            `#| notest`) are skipped as `nbdev_test` skips them, unless named in `--flags`.
+            An error stops the build, naming the notebook and the cell.
+2. process  `nbdev.serve.proc_nbs()` writes _proc/: `#| hide` cells dropped, `#| export` code
+            replaced by `show_doc` output, backticked names linked to their docs.
+3. rewrite  _proc/ is Quarto-flavoured; `plain_nb` turns each notebook into a plain one for Jupyter
+            Book (front matter -> title and subtitle, `show_doc` output -> markdown, nbdev's absolute
+            doc links -> links between pages, Quarto link attributes and `#|` lines dropped) in
+            build/docs/book/, beside a copy of docs/ (the Jupyter Book config, CSS, and the tiny
+            `bpe_docs` Sphinx extension) and a `_toc.yml`: index first, then the notebooks in file order.
+4. build    `jupyter-book build -W`: any Sphinx warning (a link to a chapter that does not exist, an
+            anchor that is not there) fails the build. The HTML is then copied to _docs/.
+
+Open _docs/index.html. `tests/browser/test_site.py` checks the result in headless Chromium. Nothing
+here touches the network: MathJax comes from sphinx-mathjax-offline, search is Sphinx's own.
+"""
+from __future__ import annotations
+
+import argparse, json, os, re, shutil, subprocess, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS_CONFIG = ROOT / "docs"            # _config.yml, _static/, bpe_docs.py: copied into the book
+BUILD = ROOT / "build" / "docs"        # exec/ (executed notebooks), book/ (Jupyter Book source), _build/
+SITE = ROOT / "_docs"                  # the finished site
+
+sys.path.insert(0, str(DOCS_CONFIG))
+from bpe_docs import pandoc_slug  # noqa: E402  (the same anchors Sphinx will generate)
+
+
+def log(msg: str) -> None: print(f"[docs] {msg}", flush=True)
+
+
+class DocsError(Exception):
+    "A docs build failure, with a message naming the notebook or link at fault."
+
+
+# ---------------------------------------------------------------- 1. execute
+def _skip(cell, flags: frozenset) -> bool:
+    "True for cells `nbdev_test` would not run: markdown, `#| eval: false`, or flagged with one of `flags`."
+    from nbdev.process import extract_directives
+    if cell.cell_type != "code" or "nbdev_export(" in cell.source: return True
+    d = extract_directives(cell, remove=False)
+    if d.get("eval:", [""])[0].lower() == "false": return True
+    return bool(flags & d.keys())
+
+
+def _shell(src: Path):
+    "execnb's `CaptureShell`, except that a cell ending in `;` keeps what it prints (execnb drops it; Jupyter does not)."
+    from execnb.shell import CaptureShell
+    from fastcore.basics import AttrDict
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    class Shell(CaptureShell):
+        def _run(self, raw_cell, store_history=False, silent=False, shell_futures=True, cell_id=None,
+                 stdout=True, stderr=True, display=True, verbose=False):   # execnb 0.1's, minus the stdout drop
+            with capture_output(display=display, stdout=stdout and not verbose, stderr=stderr and not verbose) as c:
+                r = InteractiveShell.run_cell(self, raw_cell, store_history, silent, shell_futures=shell_futures, cell_id=cell_id)
+            return AttrDict(result=r, stdout=c.stdout, stderr=c.stderr, display_objects=c.outputs,
+                            exception=r.error_in_exec or r.error_before_exec, quiet=raw_cell.rstrip().endswith(";"))
+    return Shell(src)
+
+
+def execute_nb(src: Path,  # the notebook to run
+               dest: Path,  # where to write it, with its outputs
+               skip_flags: frozenset = frozenset()  # cells with one of these `#|` flags are not run
+              ) -> str | None:
+    "Run `src` from its own folder as `nbdev_test` does and write it with outputs to `dest`; return the error, if any."
+    from execnb.nbio import read_nb, write_nb
+    from nbdev.frontmatter import FrontmatterProc
+    from nbdev.process import NBProcessor
+    from fastcore.basics import str2bool
+    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))   # as nbdev_test: the repo's bpe_nb first
+    nb = read_nb(src)
+    fm = getattr(NBProcessor(src, procs=FrontmatterProc, process=True).nb, "frontmatter_", {}) or {}
+    if not str2bool(fm.get("skip_exec", False)):
+        saved = sys.modules["__main__"], os.getcwd(), os.environ.get("IN_TEST")
+        os.environ["IN_TEST"] = "1"                            # as nbdev_test
+        shell = _shell(src)
+        os.chdir(src.parent)
+        try: shell.run_all(nb, exc_stop=True, preproc=lambda c: _skip(c, skip_flags))
+        except Exception: return shell.prettytb(fname=src)
+        finally:                                               # IPython swapped __main__ for the notebook's namespace
+            sys.modules["__main__"] = saved[0]; os.chdir(saved[1])
+            if saved[2] is None: os.environ.pop("IN_TEST", None)
+            else: os.environ["IN_TEST"] = saved[2]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_nb(nb, dest)
+    return None
+
+
+def _timed(src: Path, dest: Path, skip_flags: frozenset) -> tuple[str | None, float]:
+    t = time.time()
+    return execute_nb(src, dest, skip_flags), time.time() - t
+
+
+def execute_all(nbs: Path,  # the notebook folder (settings.ini's nbs_path)
+                dest: Path,  # a copy of it, with every notebook executed
+                skip_flags: frozenset,  # `tst_flags` not forced on
+                workers: int  # notebooks run in parallel, each in its own process
+               ) -> list[Path]:
+    "Copy `nbs` to `dest` with every notebook executed; raise `DocsError` listing the notebooks that fail."
+    from nbdev.doclinks import nbglob
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(nbs, dest, ignore=shutil.ignore_patterns("_*", ".*", "*.ipynb"))  # images, data files
+    srcs = sorted(nbglob(nbs, func=Path))
+    if not srcs: raise DocsError(f"no notebooks found in {nbs}")
+    # The default start method, as nbdev_test: notebooks that start process pools of their own rely on it.
+    with ProcessPoolExecutor(max(1, min(workers, len(srcs)))) as ex:
+        jobs = [(s, ex.submit(_timed, s, dest / s.relative_to(nbs), skip_flags)) for s in srcs]
+        errors = []
+        for s, job in jobs:
+            err, secs = job.result()
+            log(f"    {s.relative_to(nbs)}: {secs:.1f} s" + (", FAILED" if err else ""))
+            if err: errors.append(f"{s.relative_to(ROOT)} failed to execute:\n{err}")
+    if errors: raise DocsError("\n\n".join(errors))
+    return srcs
+
+
+# ---------------------------------------------------------------- 2. process
+def process(exec_dir: Path, workers: int) -> Path:
+    "Run nbdev's docs processing (`proc_nbs`, not `nbdev_proc_nbs`, which tries to install Quarto) on `exec_dir`."
+    from nbdev.serve import proc_nbs
+    cwd = os.getcwd()
+    os.chdir(ROOT)                    # proc_nbs finds settings.ini from the cwd; it skips paths with `.` parts,
+    try: return Path(proc_nbs(path=str(exec_dir.relative_to(ROOT)), force=True, n_workers=workers))
+    except Exception as e:            # nbdev re-runs the cells that hold imports to make show_doc output
+        raise DocsError(f"nbdev's docs processing (proc_nbs) failed: {e}\nnbdev re-executes every cell that "
+                        "contains an import (even a `#| hide` one) in a fresh namespace: give imports cells of "
+                        "their own, without other code.") from e
+    finally: os.chdir(cwd)            # so it gets a path relative to the repo root
+
+
+# ---------------------------------------------------------------- 3. rewrite
+QUARTO_ATTRS = re.compile(r'\)\{target="_blank"[^}]*\}')          # [source](url){target="_blank" style=...}
+MD_LINK = re.compile(r"(?<!!)\[([^\]]*)\]\(([^)\s]+)\)")           # [text](url), not images
+FENCE = re.compile(r"^\s*(```|~~~)")
+AUTOGEN = "<!-- WARNING: THIS FILE WAS AUTOGENERATED! DO NOT EDIT! -->"
+
+
+def _md_lines(md: str):
+    "Yield (index, line, in_code) for the lines of markdown `md`."
+    fenced = False
+    for i, line in enumerate(md.split("\n")):
+        if FENCE.match(line): fenced = not fenced; yield i, line, True
+        else: yield i, line, fenced
+
+
+def _headings_unlinked(md: str) -> str:
+    "Headings keep the text of links, not the links: `## [`f`](url)` -> `## `f``."
+    lines = md.split("\n")
+    for i, line, code in _md_lines(md):
+        if not code and re.match(r"#{1,6} ", line): lines[i] = MD_LINK.sub(r"\1", line)
+    return "\n".join(lines)
+
+
+def _heading_ids(md: str) -> set[str]:
+    "The anchors Sphinx will give the headings of `md` (via `bpe_docs.pandoc_slug`)."
+    return {pandoc_slug(re.sub(r"[`*]", "", line.lstrip("#")))
+            for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)}
+
+
+def _directives(src: str) -> tuple[dict, str]:
+    "Split the leading `#| key: value` lines of a code cell from its code."
+    lines, opts = src.split("\n"), {}
+    while lines and lines[0].startswith("#|"):
+        k, _, v = lines.pop(0)[2:].partition(":")
+        opts[k.strip()] = v.strip().lower()
+    return opts, "\n".join(lines).strip("\n")
+
+
+def _text(x) -> str: return "".join(x) if isinstance(x, list) else x
+
+
+def _md_cell(source: str) -> dict: return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def _show_doc_md(md: str) -> str:
+    "`show_doc` markdown for MyST: no leading `---` rule (docutils rejects a section that starts with one)."
+    md = re.sub(r"\A\s*---\s*\n", "", md)
+    return QUARTO_ATTRS.sub("){.showdoc-source}", md).strip()
+
+
+def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
+             ) -> tuple[dict, dict]:
+    "Make a Quarto-flavoured _proc/ notebook plain for Jupyter Book; return it and its front matter."
+    cells, fm = [], {}
+    for i, c in enumerate(nb["cells"]):
+        src = _text(c.get("source", ""))
+        if c["cell_type"] == "raw" and i == 0 and src.lstrip().startswith("---"):
+            fm = yaml.safe_load(src.strip().strip("-")) or {}
+            head = f"# {fm.get('title', '')}".rstrip()
+            if fm.get("description"): head += f"\n\n{{.lead}}\n{fm['description']}"
+            cells.append(_md_cell(head))
+        elif c["cell_type"] == "markdown":
+            if src.strip() == AUTOGEN: continue
+            cells.append(_md_cell(_headings_unlinked(QUARTO_ATTRS.sub(")", src))))
+        elif c["cell_type"] == "code":
+            opts, code = _directives(src)
+            outs = c.get("outputs", [])
+            if opts.get("include") == "false": continue
+            if opts.get("output") == "asis":     # show_doc: its markdown output becomes the cell
+                md = "\n\n".join(_text(o["data"]["text/markdown"]) for o in outs if "text/markdown" in o.get("data", {}))
+                if md.strip(): cells.append(_md_cell(_headings_unlinked(_show_doc_md(md))))
+                continue
+            tags = (["remove-input"] if opts.get("echo") == "false" or not code else []) + \
+                   (["remove-output"] if opts.get("output") == "false" else [])
+            if not code and not outs: continue
+            for o in outs:
+                if "text/markdown" in o.get("data", {}):
+                    o["data"]["text/markdown"] = QUARTO_ATTRS.sub(")", _text(o["data"]["text/markdown"]))
+            cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": tags} if tags else {},
+                          "outputs": outs, "source": code})
+        else: cells.append(c)
+    meta = {"kernelspec": nb.get("metadata", {}).get("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}),
+            "language_info": {"name": "python"}}
+    return {"nbformat": 4, "nbformat_minor": 4, "metadata": meta, "cells": cells}, fm
+
+
+def _relink(md: str, here: str, pages: dict, anchors: dict, doc_url: str) -> str:
+    "Point nbdev's absolute doc links (`{doc_url}/page.html#anchor`) at the book's own pages."
+    def fix(m):
+        text, url = m.groups()
+        if not url.startswith(doc_url + "/"): return m.group(0)
+        page, _, anchor = url[len(doc_url) + 1:].partition("#")
+        if page not in pages:
+            raise DocsError(f"{here}: link {url!r} points at page {page!r}, which no notebook makes "
+                            f"(pages: {', '.join(sorted(pages))}); run nbdev_export, or fix the notebook")
+        doc = pages[page]
+        if anchor not in anchors[doc]: anchor = ""   # e.g. a private helper without a show_doc heading
+        if doc == here and anchor: return f"[{text}](#{anchor})"
+        target = os.path.relpath(doc, os.path.dirname(here) or ".")
+        return f"[{text}]({target}{'#' + anchor if anchor else ''})"
+    return MD_LINK.sub(fix, md)
+
+
+def rewrite(proc: Path, book: Path, doc_url: str) -> list[tuple[str, dict]]:
+    "Write `proc`'s notebooks as plain notebooks (and its other files as they are) to `book`; return (doc, front matter) pairs."
+    shutil.rmtree(book, ignore_errors=True)
+    shutil.copytree(proc, book, ignore=shutil.ignore_patterns("*.ipynb", ".*", "_quarto.yml", "sidebar.yml"))
+    docs, pages, anchors = {}, {}, {}
+    for f in sorted(proc.rglob("*.ipynb")):
+        rel = f.relative_to(proc).as_posix()
+        nb, fm = plain_nb(json.loads(f.read_text(encoding="utf-8")))
+        docs[rel] = (nb, fm)
+        pages[fm.get("output-file", Path(rel).with_suffix(".html").as_posix())] = rel
+        anchors[rel] = set().union(*(_heading_ids(_text(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown"))
+    for rel, (nb, fm) in docs.items():
+        for c in nb["cells"]:
+            if c["cell_type"] == "markdown": c["source"] = _relink(_text(c["source"]), rel, pages, anchors, doc_url)
+            for o in c.get("outputs", []):
+                if "text/markdown" in o.get("data", {}):
+                    o["data"]["text/markdown"] = _relink(_text(o["data"]["text/markdown"]), rel, pages, anchors, doc_url)
+        out = book / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [(rel, fm) for rel, (nb, fm) in docs.items()]
+
+
+def write_toc(book: Path, docs: list[tuple[str, dict]]) -> list[str]:
+    "Write `_toc.yml`: index.ipynb is the landing page, then every other notebook in file order."
+    order = sorted(rel for rel, _ in docs)
+    if "index.ipynb" not in order: raise DocsError("nbs/index.ipynb is missing: it is the landing page")
+    order.remove("index.ipynb")
+    titles = dict(docs)
+    def entry(rel):
+        title = titles[rel].get("title") or Path(rel).stem
+        num = re.match(r"(\d+)_", Path(rel).name)
+        return {"file": str(Path(rel).with_suffix("")), "title": f"{num.group(1)} {title}" if num else title}
+    toc = {"format": "jb-book", "root": "index", "chapters": [entry(r) for r in order]}
+    (book / "_toc.yml").write_text("# Written by tools/build_docs.py\n" + yaml.safe_dump(toc, sort_keys=False, allow_unicode=True),
+                                   encoding="utf-8")
+    return ["index.ipynb", *order]
+
+
+# ---------------------------------------------------------------- 4. build
+def jupyter_book(book: Path, out: Path) -> None:
+    "Run `jupyter-book build -W --keep-going` on `book`; any warning is a failure."
+    shutil.rmtree(out / "_build", ignore_errors=True)
+    cmd = [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+           "build", str(book), "--path-output", str(out), "--all", "-W", "--keep-going", "-q"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    noise = re.compile(r"^(Running Jupyter-Book|Source Folder|Config Path|Output Path|Running Sphinx v|=+$|$)")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout + r.stderr)     # Sphinx colours its warnings
+    report = "\n".join(l for l in text.splitlines() if not noise.match(l.strip()))
+    if r.returncode != 0: raise DocsError(f"jupyter-book build failed (exit {r.returncode}):\n{report}")
+
+
+def build(flags: tuple[str, ...] = (),  # `tst_flags` to run anyway, e.g. ("slow",)
+          workers: int | None = None,  # parallel notebook processes (default: CPU count)
+          site: Path = SITE  # where the finished site goes
+         ) -> Path:
+    "Execute, process, rewrite and build: the whole docs site, in `site`. Raise `DocsError` on any failure."
+    from nbdev.config import get_config
+    os.chdir(ROOT)
+    # Every process of the build (notebook workers, proc_nbs workers, what notebooks start) imports this
+    # repository's bpe_nb, even where another copy is installed.
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    cfg = get_config()
+    workers = workers or os.cpu_count() or 1
+    skip = frozenset(cfg.get("tst_flags", "").split()) - set(flags)
+    t0 = time.time()
+    log(f"1/4 executing notebooks (skipping cells flagged {sorted(skip) or 'nothing'}) into {BUILD.relative_to(ROOT)}/exec")
+    execute_all(cfg.nbs_path, BUILD / "exec", skip, workers)
+    t1 = time.time(); log(f"    {t1 - t0:.1f} s")
+    log("2/4 nbdev.serve.proc_nbs")
+    proc = process(BUILD / "exec", workers)
+    t2 = time.time(); log(f"    {t2 - t1:.1f} s")
+    log(f"3/4 rewriting {proc.relative_to(ROOT)}/ into {BUILD.relative_to(ROOT)}/book")
+    book = BUILD / "book"
+    docs = rewrite(proc, book, cfg.doc_host.rstrip("/") + "/" + cfg.doc_baseurl.strip("/"))
+    for f in DOCS_CONFIG.iterdir():
+        if f.name == "__pycache__": continue
+        (shutil.copytree if f.is_dir() else shutil.copy2)(f, book / f.name)
+    order = write_toc(book, docs)
+    log(f"    pages: {', '.join(order)}")
+    log("4/4 jupyter-book build")
+    jupyter_book(book, BUILD)
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(BUILD / "_build" / "html", site)
+    log(f"    {time.time() - t2:.1f} s; total {time.time() - t0:.1f} s")
+    log(f"site: {site / 'index.html'}")
+    return site
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--flags", nargs="*", default=[], help="tst_flags to execute anyway (e.g. --flags slow)")
+    p.add_argument("--workers", type=int, default=None, help="notebooks executed in parallel (default: CPU count)")
+    p.add_argument("--site", type=Path, default=SITE, help=f"output folder (default: {SITE.relative_to(ROOT)})")
+    a = p.parse_args(argv)
+    try: build(tuple(a.flags), a.workers, a.site.resolve())
+    except DocsError as e:
+        print(f"\nDOCS BUILD FAILED: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__": sys.exit(main())
