@@ -13,10 +13,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # The main job: train on the bundled TinyStories sample, then encode and decode a sentence with the result.
-DEMO_OUT ?= build/demo/tokenizer.json
+DEMO_OUT ?= build/demo/tokenizer.bpe_nb.json
 DEMO_TEXT ?= Once upon a time, there was a little dog named Max.
 demo: $(BIN)/python
 	$(BIN)/python -m pip install -q .
+	mkdir -p $(dir $(DEMO_OUT))
 	bpe-nb train --out $(DEMO_OUT)
 	echo "$(DEMO_TEXT)" | bpe-nb encode --tokenizer $(DEMO_OUT)
 	echo "$(DEMO_TEXT)" | bpe-nb encode --tokenizer $(DEMO_OUT) | bpe-nb decode --tokenizer $(DEMO_OUT)

@@ -19,10 +19,11 @@ from time import perf_counter
 
 # %% auto #0
 __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 'DEFAULT_VOCAB_SIZE', 'DEFAULT_SPECIAL_TOKENS',
-           'DEFAULT_OUT', 'EXPORT_FORMATS', 'COMPRESSION_SAMPLE_BYTES', 'CLIError', 'describe_error', 'command',
-           'build_parser', 'main', 'check_output_path', 'find_invalid_utf8', 'read_lines', 'longest_tokens',
-           'format_tokens', 'length_histogram', 'format_histogram', 'show_progress', 'bundled_corpus', 'cmd_train',
-           'cmd_encode', 'parse_ids', 'cmd_decode', 'plot_histogram', 'cmd_inspect', 'cmd_export']
+           'DEFAULT_OUT', 'EXPORT_FILES', 'EXPORT_FORMATS', 'COMPRESSION_SAMPLE_BYTES', 'CLIError', 'describe_error',
+           'command', 'build_parser', 'main', 'check_output_path', 'same_file', 'check_not_input', 'find_invalid_utf8',
+           'read_lines', 'longest_tokens', 'format_tokens', 'length_histogram', 'format_histogram', 'show_progress',
+           'bundled_corpus', 'cmd_train', 'cmd_encode', 'parse_ids', 'cmd_decode', 'plot_histogram', 'cmd_inspect',
+           'cmd_export']
 
 # %% ../nbs/06_cli.ipynb #3c8399dc
 import bpe_nb
@@ -77,11 +78,13 @@ def command(name: str  # the subcommand's name
         return f
     return register
 
-# %% ../nbs/06_cli.ipynb #1799eb8d
+# %% ../nbs/06_cli.ipynb #e0eb149f
 DEFAULT_VOCAB_SIZE = 2000  # train --vocab-size
 DEFAULT_SPECIAL_TOKENS = ("<|endoftext|>",)  # train's special tokens without --special-token (TinyStories uses it)
-DEFAULT_OUT = "tokenizer.json"  # train --out
-EXPORT_FORMATS = ("gpt2", "hf", "tiktoken")  # export --format
+DEFAULT_OUT = "tokenizer.bpe_nb.json"  # train --out (not "tokenizer.json": that is HF's file, which export writes)
+EXPORT_FILES = {"gpt2": ("vocab.json", "merges.txt"), "hf": ("tokenizer.json",),
+                "tiktoken": ("bpe_nb.tiktoken", "bpe_nb.json")}  # export --format -> the files it writes in --out
+EXPORT_FORMATS = tuple(EXPORT_FILES)  # export --format
 
 # %% ../nbs/06_cli.ipynb #70f19918
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -91,7 +94,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, argparse.SUPPRESS) or "default" in h: return h
         return super()._get_help_string(action)
 
-# %% ../nbs/06_cli.ipynb #15f62dc3
+# %% ../nbs/06_cli.ipynb #8b571c41
 def build_parser() -> argparse.ArgumentParser:
     "The `bpe-nb` argument parser: one subcommand per step of the pipeline."
     p = _Parser(prog=PROG, description="Train, use, inspect and export byte-level BPE tokenizers.",
@@ -122,17 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the merge loop: both learn the same merges; naive is the slow reference")
     t.add_argument("--tie-break", choices=("bytes-greater", "ids-smaller"), default="bytes-greater",
                    help="which pair wins among equally frequent ones")
-    t.add_argument("--out", "-o", type=Path, default=Path(DEFAULT_OUT), metavar="PATH", help="the tokenizer file to write")
+    t.add_argument("--out", "-o", type=Path, default=Path(DEFAULT_OUT), metavar="PATH",
+                   help="the tokenizer file to write, in bpe_nb's native format")
 
     e = add("encode", "text to ids",
             "Print the ids of each input line, space-separated, one output line per input line; a line's "
-            "line ending is part of the text it encodes. With --out, write the ids of the whole input to "
-            "a .npy or raw .bin file instead.")
+            "line ending is part of the text it encodes. With --out, write the ids of the whole input to a "
+            ".npy or raw .bin file instead. Line by line, each line is encoded on its own, so where the text "
+            "has several line breaks in a row (or a line break followed by indentation) the printed ids can "
+            "differ from those of --out, which encodes the whole input as one text; both decode to the same text.")
     e.add_argument("input", nargs="?", default="-", metavar="FILE", help="UTF-8 text; '-' is stdin")
     e.add_argument("--tokenizer", "-t", type=Path, required=True, metavar="PATH",
                    help="a tokenizer file (or a directory with GPT-2 vocab.json + merges.txt)")
     e.add_argument("--out", "-o", type=Path, default=None, metavar="X.npy|X.bin",
-                   help="write all ids to this file instead of printing them")
+                   help="write the ids of the whole input, encoded as one text, to this file instead of printing them")
     e.add_argument("--dtype", choices=("uint16", "uint32"), default=None,
                    help="integer type of --out (default: uint16 if every id fits)")
     e.add_argument("--workers", type=_positive_int, default=None, metavar="N",
@@ -155,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     x = add("export", "write another tool's format",
             "Write the tokenizer for GPT-2 style tools (vocab.json + merges.txt), HF tokenizers "
-            "(tokenizer.json) or tiktoken (bpe_nb.tiktoken + bpe_nb.json) into a directory.")
+            "(tokenizer.json) or tiktoken (bpe_nb.tiktoken + bpe_nb.json) into a directory. Files of the "
+            "same names there are replaced, except the input itself: that is refused.")
     x.add_argument("path", type=Path, metavar="PATH", help="a tokenizer file")
     x.add_argument("--format", "-f", choices=EXPORT_FORMATS, required=True, help="the target format")
     x.add_argument("--out", "-o", type=Path, required=True, metavar="DIR", help="the directory to write (created if missing)")
@@ -200,6 +207,27 @@ def check_output_path(path: Path,  # a file the command will write
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise CLIError(f"cannot write {what} '{path}': permission denied")
     return path
+
+# %% ../nbs/06_cli.ipynb #ef3d1984
+def same_file(a: Path,  # a path (it need not exist)
+              b: Path  # another path
+             ) -> bool:
+    "True when `a` and `b` name the same file: the same resolved path, or the same file through a link."
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve(): return True
+    try: return os.path.samefile(a, b)
+    except OSError: return False  # one of them does not exist: not the same file
+
+def check_not_input(out: Path,  # a file the command will write
+                    inputs: Iterable[tuple[str, Path]],  # `(what, path)` of each file the command reads
+                    what: str = "output",  # what `out` is, for the message
+                    option: str = "--out"  # the option that names `out`, for the message
+                   ) -> Path:
+    "Raise `CLIError` if writing `out` would replace one of `inputs`: nothing a command reads is overwritten."
+    for kind, path in inputs:
+        if same_file(out, path):
+            raise CLIError(f"refusing to write {what} '{out}': it is the {kind} '{path}' (choose another {option})")
+    return Path(out)
 
 # %% ../nbs/06_cli.ipynb #27301d19
 def find_invalid_utf8(path: Path,  # a file to check
@@ -338,7 +366,7 @@ def _compression_sample(paths: Sequence[Path],  # the corpus files
         left -= len(data)
         yield data.decode("utf-8", errors="ignore")  # "ignore" can only drop a character cut in two
 
-# %% ../nbs/06_cli.ipynb #9ac52f6e
+# %% ../nbs/06_cli.ipynb #58bd4baf
 def _training_record(paths: Sequence[Path]) -> dict:
     "The corpus fields of the saved training record: name, size and SHA-256 of one file; names and size of several."
     from bpe_nb.artifacts import corpus_record
@@ -351,7 +379,7 @@ def cmd_train(args) -> int:
     specials = _special_tokens(args)
     _check_training_args(args.vocab_size, specials, args.tie_break)
     corpora = _resolve_corpora(args.corpus)
-    out = check_output_path(args.out, "tokenizer")
+    out = check_not_input(check_output_path(args.out, "tokenizer"), [("corpus", p) for p in corpora], "tokenizer")
     from bpe_nb.chunking import count_pretokens_file
     from bpe_nb.naive import train_naive, EarlyStopWarning
     from bpe_nb.incremental import train_incremental
@@ -447,38 +475,30 @@ def cmd_encode(args) -> int:
     sys.stdout.flush()
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #5f9b8a15
+# %% ../nbs/06_cli.ipynb #d231c97f
 def _encode_to_file(tok, args) -> int:
-    "encode --out: all ids with `Tokenizer.encode_file`; a `.npy` gets numpy's header (stdin is spooled to a file)."
-    out = check_output_path(args.out, "ids")
-    tmp = []  # temporary files, removed whatever happens
+    "encode --out: all ids with `Tokenizer.encode_file`, which writes the .npy or .bin itself, atomically (stdin is spooled to a file)."
+    out = check_not_input(check_output_path(args.out, "ids"), [("tokenizer", args.tokenizer)], "ids")
+    spooled = None  # stdin copied to a temporary file, removed whatever happens
     try:
         if args.input == "-":
-            fd, name = tempfile.mkstemp(suffix=".txt", dir=out.parent); tmp.append(name)
+            fd, spooled = tempfile.mkstemp(suffix=".txt", dir=out.parent)
             with os.fdopen(fd, "wb") as f:
                 for line in read_lines("-"): f.write(line.encode("utf-8"))
-            src = Path(name)
+            src = Path(spooled)
         else:
             src = Path(args.input)
             if src.is_dir(): raise CLIError(f"input '{src}' is a directory, not a file")
             if not src.exists(): raise CLIError(f"input file not found: '{src}'")
+            check_not_input(out, [("input", src)], "ids")
             bad = find_invalid_utf8(src)
             if bad: raise CLIError(f"'{src}': invalid UTF-8 at byte offset {bad[0]}: {bad[1]}")
-        raw = out
-        if out.suffix == ".npy":  # encode_file writes a raw array: numpy's header is added afterwards
-            fd, name = tempfile.mkstemp(suffix=".bin", dir=out.parent); os.close(fd); tmp.append(name)
-            raw = Path(name)
-        ids = tok.encode_file(src, raw, workers=args.workers, dtype=args.dtype, progress=show_progress(args.quiet))
-        if raw != out:
-            import numpy as np
-            fd, name = tempfile.mkstemp(suffix=".npy", dir=out.parent); os.close(fd); tmp.append(name)
-            np.save(name, ids)
-            os.replace(name, out)  # all or nothing, as encode_file does for .bin
+        # encode_file writes `out` (numpy's header included for a .npy) via a temporary file and a rename:
+        # a failure or Ctrl-C leaves no partial output. It returns the ids memory-mapped from `out`.
+        ids = tok.encode_file(src, out, workers=args.workers, dtype=args.dtype, progress=show_progress(args.quiet))
         n, dtype = len(ids), ids.dtype
-        del ids  # release the memory map before its file is removed
     finally:
-        for name in tmp:
-            if os.path.exists(name): os.unlink(name)
+        if spooled is not None and os.path.exists(spooled): os.unlink(spooled)
     print(f"wrote {n:,} ids ({dtype}) to {out}")
     return EXIT_OK
 
@@ -535,11 +555,11 @@ def plot_histogram(hist: dict[int, int],  # length -> number of tokens
     fig.savefig(path, dpi=100)
     return Path(path)
 
-# %% ../nbs/06_cli.ipynb #674af33b
+# %% ../nbs/06_cli.ipynb #b9c7d635
 @command("inspect")
 def cmd_inspect(args) -> int:
     "`bpe-nb inspect`: sizes, special tokens, training record, merges, longest tokens, length histogram."
-    if args.plot is not None: check_output_path(args.plot, "plot")
+    if args.plot is not None: check_not_input(check_output_path(args.plot, "plot"), [("tokenizer", args.path)], "plot", "--plot")
     model = _load(args.path, model=True)
     vocab, merges, specials = model.vocab, model.merges, model.special_tokens
     single = sum(1 for b in vocab.values() if len(b) == 1)
@@ -560,7 +580,13 @@ def cmd_inspect(args) -> int:
         print(f"plot:           {plot_histogram(hist, args.plot, f'token lengths of {Path(args.path).name}')}")
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #b58fbc07
+# %% ../nbs/06_cli.ipynb #21e0d898
+def _export_inputs(path: Path) -> list[tuple[str, Path]]:
+    "The files `export` reads: the tokenizer file, or the vocab.json and merges.txt of a GPT-2 directory."
+    path = Path(path)
+    if path.is_dir(): return [("input tokenizer", path / name) for name in EXPORT_FILES["gpt2"]]
+    return [("input tokenizer", path)]
+
 @command("export")
 def cmd_export(args) -> int:
     "`bpe-nb export`: write the tokenizer in another tool's format into the directory --out."
@@ -569,12 +595,14 @@ def cmd_export(args) -> int:
     if out.exists() and not out.is_dir(): raise CLIError(f"cannot export to '{out}': it is a file, not a directory")
     if not out.exists() and not out.parent.is_dir():
         raise CLIError(f"cannot export to '{out}': directory '{out.parent}' does not exist")
+    for name in EXPORT_FILES[args.format]:
+        check_not_input(out / name, _export_inputs(args.path), f"{args.format} export")
     tok = _load(args.path)
     if args.format == "gpt2": written = artifacts.export_gpt2(tok, out)
     elif args.format == "hf":
         out.mkdir(exist_ok=True)
-        written = [artifacts.export_hf(tok, out / "tokenizer.json")]
-    else: written = artifacts.export_tiktoken(tok, out)
+        written = [artifacts.export_hf(tok, out / EXPORT_FILES["hf"][0])]
+    else: written = artifacts.export_tiktoken(tok, out, name=Path(EXPORT_FILES["tiktoken"][0]).stem)
     print(f"exported {args.path} ({args.format}) to {out}:")
     for p in written: print(f"  {Path(p).name}  {Path(p).stat().st_size:,} bytes")
     return EXIT_OK

@@ -126,10 +126,19 @@ def test_train_several_corpora_and_specials(work, tmp_path):
 
 
 def test_train_on_the_bundled_sample_by_default(tmp_path):
-    "No CORPUS: the TinyStories sample inside the package (run from an empty directory)."
-    out = ok(cli("train", "--vocab-size", 300, "--out", "t.json", cwd=tmp_path))
+    "No CORPUS: the TinyStories sample inside the package; no --out: tokenizer.bpe_nb.json (from an empty directory)."
+    out = ok(cli("train", "--vocab-size", 300, cwd=tmp_path))
     assert "the bundled TinyStories sample" in out and f"{SAMPLE.stat().st_size:,} bytes" in out
-    assert (tmp_path / "t.json").is_file()
+    assert "saved:          tokenizer.bpe_nb.json" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer.bpe_nb.json"]
+    assert len(load_tokenizer(tmp_path / "tokenizer.bpe_nb.json").vocab) == 300
+
+
+def test_default_output_is_not_an_export_file_name():
+    "The native default must differ from every file export writes (HF's is tokenizer.json)."
+    from bpe_nb.cli import DEFAULT_OUT, EXPORT_FILES
+    assert DEFAULT_OUT == "tokenizer.bpe_nb.json"
+    assert DEFAULT_OUT not in {name for names in EXPORT_FILES.values() for name in names}
 
 
 # ---------------------------------------------------------------- encode / decode
@@ -169,6 +178,22 @@ def test_encode_to_npy_and_bin(work, trained, tmp_path):
            stdin=text.encode()))
     assert np.fromfile(tmp_path / "ids.bin", dtype="<u4").tolist() == whole
     assert tok.decode(arr.tolist()) == text
+    # stdin is spooled next to the output, then removed; encode_file leaves no partial file behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ids.bin", "ids.npy"]
+
+
+def test_line_by_line_ids_can_differ_from_whole_text_ids(tmp_path):
+    "What `encode --help` says: lines are encoded separately; --out encodes the whole input as one text."
+    from bpe_nb.artifacts import save
+    from bpe_nb.encoder import Tokenizer
+    tok = tmp_path / "nl.bpe_nb.json"
+    save(Tokenizer({i: bytes([i]) for i in range(256)} | {256: b"\n\n"}, [(b"\n", b"\n")]), tok)
+    text = "The end.\n\n\nOnce"
+    by_line = [int(i) for i in ok(cli("encode", "-t", tok, stdin=text.encode())).split()]
+    ok(cli("encode", "-t", tok, "--out", tmp_path / "ids.npy", stdin=text.encode()))
+    whole = np.load(tmp_path / "ids.npy").tolist()
+    assert 256 in whole and 256 not in by_line and whole != by_line
+    assert bytes(by_line) == text.encode() and whole == load_tokenizer(tok).encode(text)
 
 
 def test_special_tokens_round_trip(trained):
@@ -206,6 +231,8 @@ def test_export(trained, tmp_path, fmt):
     out = ok(cli("export", tok_path, "--format", fmt, "--out", tmp_path / "x"))
     files = sorted(p.name for p in (tmp_path / "x").iterdir())
     assert files and all(f in out for f in files)
+    from bpe_nb.cli import EXPORT_FILES
+    assert files == sorted(EXPORT_FILES[fmt])          # the names the input is checked against
     if fmt == "gpt2": assert {"vocab.json", "merges.txt"} <= set(files)
     if fmt == "hf":
         from tokenizers import Tokenizer as HFTokenizer
@@ -214,19 +241,64 @@ def test_export(trained, tmp_path, fmt):
         assert hf.encode(text).ids == load_tokenizer(tok_path).encode(text)
 
 
+@pytest.mark.parametrize("fmt,name", [("hf", "tokenizer.json"), ("gpt2", "vocab.json"), ("gpt2", "merges.txt"),
+                                      ("tiktoken", "bpe_nb.tiktoken"), ("tiktoken", "bpe_nb.json")])
+def test_export_refuses_to_overwrite_its_input(trained, tmp_path, fmt, name):
+    "A native file that has an export's file name, exported into its own directory: refused, nothing written."
+    d, sub = tmp_path / "d", tmp_path / "sub"
+    d.mkdir(); sub.mkdir()
+    src = d / name
+    src.write_bytes(trained[0].read_bytes())
+    for out in (d, sub / ".." / "d"):                   # however the directory is spelled
+        fails(cli("export", src, "--format", fmt, "--out", out), 1, "refusing to write", f"input tokenizer '{src}'")
+        assert src.read_bytes() == trained[0].read_bytes() and [p.name for p in d.iterdir()] == [name]
+    # from another directory, with a relative path, the input is found all the same
+    fails(cli("export", name, "--format", fmt, "--out", ".", cwd=d), 1, f"'{name}'", "input tokenizer")
+    assert src.read_bytes() == trained[0].read_bytes()
+
+
+def test_export_refuses_a_gpt2_directory_into_itself(trained, tmp_path):
+    g = tmp_path / "g"
+    ok(cli("export", trained[0], "--format", "gpt2", "--out", g))
+    before = {p.name: p.read_bytes() for p in g.iterdir()}
+    fails(cli("export", g, "--format", "gpt2", "--out", g), 1, "refusing to write", "vocab.json")
+    assert {p.name: p.read_bytes() for p in g.iterdir()} == before
+    ok(cli("export", g, "--format", "hf", "--out", g))            # other file names: fine
+    assert (g / "tokenizer.json").is_file()
+
+
+def test_no_command_overwrites_its_input(trained, tmp_path):
+    "train --out CORPUS, encode --out INPUT or TOKENIZER, inspect --plot TOKENIZER: refused, inputs intact."
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("some text\n" * 20, encoding="utf-8")
+    fails(cli("train", corpus, "--vocab-size", 260, "--out", corpus), 1, "refusing to write tokenizer", "corpus")
+    assert corpus.read_text(encoding="utf-8") == "some text\n" * 20
+    text_bin = tmp_path / "text.bin"
+    text_bin.write_bytes(corpus.read_bytes())
+    fails(cli("encode", "-t", trained[0], text_bin, "--out", text_bin), 1, "refusing to write ids", "input")
+    assert text_bin.read_bytes() == corpus.read_bytes()
+    tok_bin = tmp_path / "tok.bin"
+    tok_bin.write_bytes(trained[0].read_bytes())
+    fails(cli("encode", "-t", tok_bin, corpus, "--out", tok_bin), 1, "refusing to write ids", "tokenizer")
+    fails(cli("inspect", tok_bin, "--plot", tok_bin), 1, "refusing to write plot", "--plot")
+    assert tok_bin.read_bytes() == trained[0].read_bytes()
+
+
 # ---------------------------------------------------------------- help, quiet, console script
 
 @pytest.mark.parametrize("command,options", [
-    ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS"]),
-    ("encode", ["--tokenizer", "--out", "FILE"]),
+    ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS",
+               "(default: tokenizer.bpe_nb.json)"]),
+    ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input"]),
     ("decode", ["--tokenizer", "FILE"]),
     ("inspect", ["--plot", "PATH"]),
     ("export", ["--format", "--out", "gpt2", "hf", "tiktoken"]),
 ])
 def test_help(command, options):
-    out = ok(cli(command, "--help"))
+    out = ok(cli(command, "--help", env={"COLUMNS": "100"}))  # argparse wraps (and may cut words) at COLUMNS
     assert out.startswith(f"usage: bpe-nb {command}")
-    for o in options: assert o in out
+    flat = " ".join(out.split())
+    for o in options: assert o in flat
 
 
 def test_top_level_help_and_version():

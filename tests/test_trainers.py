@@ -29,6 +29,8 @@ def check_layout(m: BPEModel, specials=()):
     assert len(m.vocab) == 256 + len(m.merges) + len(m.special_tokens)
     assert all(m.vocab[i] == bytes([i]) for i in range(256))
     for k, (a, b) in enumerate(m.merges): assert m.vocab[256 + k] == a + b
+    learned = [m.vocab[i] for i in range(256 + len(m.merges))]
+    assert len(set(learned)) == len(learned), "two learned tokens have the same bytes"
     assert list(m.special_tokens) == list(specials)
     for j, s in enumerate(specials):
         assert m.special_tokens[s] == 256 + len(m.merges) + j and m.vocab[m.special_tokens[s]] == s.encode()
@@ -86,11 +88,27 @@ def test_differential_ids_smaller(case):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"ab", b"ba", b"aab"]), st.integers(1, 9)), max_size=40),
        st.sampled_from(TIE_BREAKS))
-def test_differential_many_duplicate_bytes(parts, tie_break):
-    "Pre-tokens over a two-letter alphabet: long, overlapping runs, where different merges can build equal bytes."
+def test_differential_long_two_letter_runs(parts, tie_break):
+    "Pre-tokens that repeat short two-letter patterns: long runs and overlapping pairs, where many pairs tie."
     counts = Counter()
     for w, n in parts: counts[w * n] += n
     assert_same_training(dict(counts), 256 + 60, (), tie_break)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=2, max_size=14).map(lambda b: bytes(97 + x % 3 for x in b)), min_size=1, max_size=6),
+       st.lists(st.integers(0, 10**6), max_size=40))
+def test_merges_in_any_order_never_repeat_bytes(words, choices):
+    "Chapter 01's argument: whatever order merges come in (not only by count), no two tokens get the same bytes."
+    words = [list(w) for w in words]
+    vocab = [bytes([i]) for i in range(256)]
+    for c in choices:
+        pairs = sorted({p for w in words for p in zip(w, w[1:])})
+        if not pairs: break
+        a, b = pairs[c % len(pairs)]
+        assert vocab[a] + vocab[b] not in vocab, (vocab[a], vocab[b])
+        vocab.append(vocab[a] + vocab[b])
+        words = [merge_pair(w, (a, b), len(vocab) - 1) for w in words]
 
 
 # ---- the CS336 reference ----------------------------------------------------------------------
