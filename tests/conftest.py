@@ -6,7 +6,8 @@ import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+# The same rule as the notebooks: $BPE_NB_SHARED_DATA if set, else ../shared/data beside the repository.
+SHARED_DATA = Path(os.environ.get("BPE_NB_SHARED_DATA") or ROOT.parent / "shared" / "data")
 BUNDLED_SAMPLE = ROOT / "bpe_nb" / "data" / "tinystories_sample_1M.txt"
 
 # `ci` (the default) derandomizes so a CI run is reproducible; HYPOTHESIS_PROFILE=dev explores more.

@@ -16,12 +16,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bpe_nb import __version__, artifacts
 from bpe_nb.artifacts import (ArtifactError, SCHEMA, atomic_write, corpus_record, export_gpt2, export_hf,
-                              export_tiktoken, id_layout, import_gpt2, import_hf, load, load_model, native_text, save,
-                              tiktoken_encoding, tiktoken_ranks, training_record)
+                              export_tiktoken, id_layout, import_gpt2, import_hf, import_tiktoken, load, load_model,
+                              native_text, save, tiktoken_encoding, tiktoken_ranks, training_record)
+from bpe_nb.chunking import train_bpe
 from bpe_nb.encoder import Tokenizer
 from bpe_nb.incremental import train_incremental
 from bpe_nb.naive import BPEModel, train_naive
-from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens
+from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, bytes_to_printable, count_pretokens
 
 EOT = "<|endoftext|>"
 
@@ -252,6 +253,8 @@ CORRUPTIONS = {
     "special id is a string": (lambda g: _edit(g, special_tokens={EOT: "265"}).encode(), "must have an integer id"),
     "empty special token": (lambda g: _edit(g, special_tokens={"": 265}).encode(), "empty string"),
     "pattern does not compile": (lambda g: _edit(g, pattern="(?<").encode(), "does not compile"),
+    "pattern skips characters": (lambda g: _edit(g, pattern=r"\w+").encode(), "does not cover every text"),
+    "pattern matches the empty string": (lambda g: _edit(g, pattern=r"x*").encode(), "can match the empty string"),
     "pattern is not a string": (lambda g: _edit(g, pattern=["a"]).encode(), '"pattern" must be a string, got an array'),
     "byte_ids too short": (lambda g: _edit(g, byte_ids=list(range(255))).encode(), "must list 256 ids, it has 255"),
     "byte_ids repeat an id": (lambda g: _edit(g, byte_ids=[0] + list(range(255))).encode(), "byte_ids[1] = 0 is also"),
@@ -383,7 +386,42 @@ def test_save_refuses_what_the_format_cannot_hold(tmp_path):
         save(BPEModel({**bytes_vocab, 300: b"ab"}, [(b"a", b"b")]), tmp_path / "x.json")
     with pytest.raises(TypeError, match="expected a BPEModel or a Tokenizer"):
         save({"vocab": {}}, tmp_path / "x.json")
+    with pytest.raises(ValueError, match="does not cover every text"):
+        save(BPEModel(bytes_vocab, [], {}, {"pattern": r"\w+"}), tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_a_special_token_that_is_an_ordinary_token_can_be_saved_and_exported(tmp_path, cs336):
+    "Before, 'hello' took GPT-2's merged id 31373 and every writer refused the tokenizer."
+    tok = Tokenizer.from_files(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt", [EOT, "hello"])
+    assert tok.special_tokens == {EOT: 50256, "hello": 50257}
+    back = load(save(tok, tmp_path / "t.json"))
+    assert same(back, tok) and back.encode("hello hello") == tok.encode("hello hello") == [50257, 220, 50257]
+    text = "say hello<|endoftext|>"
+    assert same(import_tiktoken(export_tiktoken(tok, tmp_path / "tt")[0]), tok)
+    assert tiktoken_encoding(tok).encode(text, allowed_special="all") == tok.encode(text) == [16706, 220, 50257, 50256]
+    # HF tokenizers gives an added token the id of a vocabulary entry with the same text: refused, not mis-exported
+    with pytest.raises(ValueError, match="special token 'hello' \\(id 50257\\) is also the printable form of vocabulary entry 31373"):
+        export_hf(tok, tmp_path / "tokenizer.json")
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
+def test_train_bpe_models_carry_their_corpus_record(tmp_path, tinystories_sample):
+    "`save(train_bpe(path, ...))` writes the corpus's name, size and SHA-256 without being told."
+    for workers in (1, 2):
+        model = train_bpe(tinystories_sample, 300, workers=workers, progress=False, min_chunk_size=1 << 18)
+        doc = json.loads(save(model, tmp_path / f"m{workers}.json").read_text(encoding="utf-8"))
+        want = corpus_record(tinystories_sample)
+        assert {k: doc["training"][k] for k in want} == want
+    assert (tmp_path / "m1.json").read_bytes() == (tmp_path / "m2.json").read_bytes()
+
+
+def test_one_source_for_the_printable_form():
+    import bpe_nb.pretokenize as pretok
+    assert artifacts.bytes_to_printable is pretok.bytes_to_printable
+    assert artifacts.printable_to_bytes is pretok.printable_to_bytes
+    assert not any(hasattr(artifacts, n) for n in ("_printable", "_unprintable", "_TO_PRINTABLE", "_FROM_PRINTABLE",
+                                                   "_PRINTABLE_CHARS"))
 
 
 # ---------------------------------------------------------------- GPT-2 files
@@ -449,7 +487,7 @@ def test_hf_round_trip(tmp_path, request, which):
 
 def test_hf_hub_style_file(tmp_path, gpt2):
     "GPT-2 as the Hub publishes it: ByteLevel with its own regex, the special token in the model vocab too."
-    p = artifacts._printable
+    p = bytes_to_printable
     hub = tokenizers.Tokenizer(tokenizers.models.BPE({p(b): i for i, b in gpt2.vocab.items()},
                                                      [(p(a), p(b)) for a, b in gpt2.merges]))
     hub.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -566,3 +604,82 @@ def test_overlapping_special_tokens(tmp_path):
     with pytest.raises(ValueError, match="overlap"):
         export_tiktoken(model, tmp_path / "tt")
     assert not (tmp_path / "tt").exists()
+
+
+# ---------------------------------------------------------------- tiktoken import
+@pytest.mark.parametrize("which", ["gpt2", "ts2000", "small"])
+def test_tiktoken_import_recovers_the_merges(tmp_path, request, texts, which):
+    ours = request.getfixturevalue(which)
+    ranks_file, meta_file = export_tiktoken(ours, tmp_path / "tt", name=which)
+    for source in (tmp_path / "tt", ranks_file, meta_file):
+        back = import_tiktoken(source)
+        assert same(back, ours)  # the very same merges, vocabulary, special tokens and pattern
+    enc = tiktoken_encoding(tmp_path / "tt")
+    for name, text in list(texts.items())[:4]:
+        assert back.encode(text) == enc.encode(text, allowed_special="all"), name
+
+
+def test_tiktoken_import_of_a_cl100k_model(tmp_path, texts):
+    text = texts["cs336/corpus.en"]
+    model = train_incremental(count_pretokens(text, [EOT], CL100K_PATTERN), 600, [EOT], progress=False)
+    model.info["pattern"] = CL100K_PATTERN
+    back = import_tiktoken(export_tiktoken(model, tmp_path)[0])
+    assert same(back, model) and back.pattern == CL100K_PATTERN
+    assert back.encode(text[:20_000]) == tiktoken_encoding(model).encode(text[:20_000], allowed_special="all")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.text(alphabet="ab c", min_size=1, max_size=10), st.integers(1, 9), min_size=1, max_size=8),
+       st.sampled_from(["bytes-greater", "ids-smaller"]))
+def test_tiktoken_round_trip_of_trained_models(tmp_path, words, tie):
+    "Any model our trainers learn comes back with its own merges (or is refused on export: two ids, same bytes)."
+    import warnings
+    counts = {w.encode(): n for w, n in words.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = train_incremental(counts, 256 + 20, tie_break=tie, progress=False)
+    try: ranks_file, _ = export_tiktoken(model, tmp_path / "rt")
+    except ValueError as e:
+        assert "both hold" in str(e) and len(set(model.vocab.values())) < len(model.vocab)
+        return
+    back = import_tiktoken(ranks_file)
+    assert back.merges == model.merges and back.vocab == model.vocab
+    text = " ".join(words)
+    assert back.encode(text) == tiktoken_encoding(model).encode(text) == Tokenizer.from_model(model).encode(text)
+
+
+def test_tiktoken_import_of_a_hand_made_list_follows_tiktoken(tmp_path):
+    "Merges a trainer never learns: (b, c) before (a, b), then (ab, c). tiktoken builds abc from (a, bc)."
+    bytes_vocab = {i: bytes([i]) for i in range(256)}
+    odd = BPEModel({**bytes_vocab, 256: b"bc", 257: b"ab", 258: b"abc"}, [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
+    back = import_tiktoken(export_tiktoken(odd, tmp_path)[0])
+    assert back.merges == [(b"b", b"c"), (b"a", b"b"), (b"a", b"bc")]
+    text = "abc ab bc abcabc cab"
+    assert back.encode(text) == tiktoken_encoding(odd).encode(text) != Tokenizer.from_model(odd).encode(text)
+
+
+def _write_tiktoken(d: Path, extra: list[str], specials=None, name="x"):
+    import base64
+    d.mkdir(exist_ok=True)
+    lines = [f"{base64.b64encode(bytes([x])).decode()} {x}" for x in range(256)] + extra
+    (d / f"{name}.tiktoken").write_text("\n".join(lines) + "\n", encoding="ascii")
+    meta = {"schema": "bpe_nb.tiktoken", "version": 1, "name": name, "pat_str": GPT2_PATTERN,
+            "special_tokens": specials or {}}
+    (d / f"{name}.json").write_text(json.dumps(meta), encoding="utf-8")
+    return d
+
+
+@pytest.mark.parametrize("extra, specials, message", [
+    (["YWJj 256"], None, "token b'abc' (rank 256) is not two lower-ranked tokens merged"),     # abc without ab or bc
+    (["YWI= 256", "YWI= 257"], None, "line 258 repeats the token b'ab' (rank 256)"),
+    (["YWI= 256", "YmM= 256"], None, "line 258 repeats rank 256 (line 257)"),
+    (["YWI= 256"], {"<s>": 97}, "is not a usable tokenizer"),
+    (["YWI= 256"], {"ab": 256}, "is not a usable tokenizer"),
+])
+def test_tiktoken_import_refusals(tmp_path, extra, specials, message):
+    d = _write_tiktoken(tmp_path / "t", extra, specials)
+    with pytest.raises(ArtifactError) as e:
+        import_tiktoken(d)
+    assert message in str(e.value), str(e.value)
+    with pytest.raises(ArtifactError, match="no such directory"):
+        import_tiktoken(tmp_path / "missing")

@@ -1,4 +1,5 @@
 "Parallel chunked counting: every cut is safe, counts equal the whole-text count for any workers and executor."
+import hashlib
 import io
 import re
 import sys
@@ -11,10 +12,10 @@ import regex
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_nb.chunking as chunking
-from bpe_nb.chunking import (CountProgress, _Cutter, _Tally, _count_range, count_pretokens_file,
-                             find_chunk_boundaries, train_bpe)
+from bpe_nb.chunking import (CountProgress, Piece, _Cutter, _Tally, _count_range, count_pretokens_file, file_ranges,
+                             find_chunk_boundaries, read_pieces, train_bpe)
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
-from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens
+from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens
 
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, EOT + EOT, "<pad>"]
@@ -148,11 +149,11 @@ def test_file_counts_with_a_process_pool(tmp_path, text, workers):
 def test_a_file_without_special_tokens_is_still_cut_and_counted_exactly(tmp_path, sample_text):
     text = sample_text.replace(EOT, "\n")
     p = tmp_path / "plain.txt"; p.write_text(text, encoding="utf-8")
-    with open(p, "rb") as f: ranges = chunking._plan_ranges(f, p.stat().st_size, 3, _Cutter([EOT], GPT2_PATTERN), 1 << 14)
+    ranges = file_ranges(p, 3, [EOT], GPT2_PATTERN, min_chunk_size=1 << 14)
     assert len(ranges) >= 12
     assert count_pretokens_file(p, [EOT], workers=3, min_chunk_size=1 << 14, piece_size=1000) == count_pretokens(text)
     # An unproven pattern cannot cut such a file: it falls back to one range, and the counts are still exact.
-    with open(p, "rb") as f: assert len(chunking._plan_ranges(f, p.stat().st_size, 3, _Cutter([EOT], r"\S+|\s+"), 1)) == 1
+    assert len(file_ranges(p, 3, [EOT], r"\S+|\s+", min_chunk_size=1)) == 1
     assert count_pretokens_file(p, [EOT], workers=3, pattern=r"\S+|\s+", min_chunk_size=1) == count_pretokens(text, [], r"\S+|\s+")
 
 
@@ -282,3 +283,89 @@ def test_dask_executor_gives_the_same_counts_and_model(twice, reference_model, s
         m = train_bpe(twice, 2000, workers=2, executor=ex, progress=False, min_chunk_size=1 << 16)
     assert counts == count_pretokens(sample_text * 2, [EOT]) and list(counts) == sorted(counts)
     assert _fingerprint(m) == _fingerprint(reference_model)
+
+
+# --- the shared helpers: file_ranges and read_pieces (the encoder cuts files with them too) ----------------------
+def test_the_proven_patterns_constant_is_the_one_of_pretokenize():
+    assert chunking.PROVEN_PATTERNS is PROVEN_PATTERNS
+    assert not hasattr(chunking, "_SPACE_SAFE_PATTERNS")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text_st, st.integers(1, 30), st.integers(1, 6), st.sampled_from([[EOT], SPECIALS, []]),
+       st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\S+|\s+"]))
+def test_file_ranges_and_read_pieces_cut_only_where_nothing_changes(tmp_path, text, piece_size, workers, specials, pattern):
+    p = tmp_path / "t.txt"; p.write_bytes(text.encode())
+    ranges = file_ranges(p, workers, specials, pattern, min_chunk_size=1)
+    data = text.encode()
+    bounds = [0] + [b for _, b in ranges]
+    assert ranges == list(zip(bounds, bounds[1:])) and bounds[-1] == len(data) and all(a < b for a, b in ranges)
+    h = hashlib.sha256()
+    pieces = [x for a, b in ranges for x in read_pieces(p, a, b, specials, pattern, piece_size=piece_size, hasher=h)]
+    assert all(isinstance(x, Piece) for x in pieces)
+    assert "".join(x.text for x in pieces) == text and h.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert [x.offset for x in pieces] == [0, *(x.offset + x.size for x in pieces)][:len(pieces)]
+    assert all(x.size == len(x.text.encode()) > 0 for x in pieces)
+    # not only the counts: the sequence of special tokens and pre-tokens of the pieces is that of the whole text
+    sp, rx = chunking.special_pattern(tuple(specials)), chunking.compile_pattern(pattern)
+    def sequence(t):
+        segs = sp.split(t) if sp is not None else [t]
+        return [x for k, seg in enumerate(segs) for x in ([seg] if k % 2 else rx.findall(seg))]
+    assert [t for x in pieces for t in sequence(x.text)] == sequence(text)
+
+
+def test_read_pieces_bad_arguments(tmp_path):
+    p = tmp_path / "t.txt"; p.write_bytes(b"ok \xff no")
+    with pytest.raises(ValueError, match="errors must be one of"): list(read_pieces(p, 0, 7, [EOT], errors="ignore"))
+    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 3"): list(read_pieces(p, 0, 7, [EOT]))
+    assert "".join(x.text for x in read_pieces(p, 0, 7, [EOT], errors="replace")) == "ok \ufffd no"
+    with pytest.raises(ValueError, match="workers must be >= 1"): file_ranges(p, 0, [EOT])
+    with pytest.raises(FileNotFoundError, match="nope.txt"): file_ranges(tmp_path / "nope.txt", 2, [EOT])
+
+
+# --- a pattern that does not cover the text -----------------------------------------------------------------------
+NO_HEBREW = r"[^\u05d0-\u05ea]+"  # passes check_pattern's test text, but skips Hebrew letters
+
+
+def test_a_pattern_that_skips_characters_is_refused_before_counting(tmp_path):
+    p = tmp_path / "t.txt"; p.write_text("hello, world", encoding="utf-8")
+    with pytest.raises(ValueError, match="does not cover every text"): count_pretokens_file(p, pattern=r"\w+")
+    with pytest.raises(ValueError, match="does not cover every text"): train_bpe(p, 300, pattern=r"\w+", progress=False)
+    with pytest.raises(TypeError, match="pattern must be a str"): count_pretokens_file(p, pattern=None)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_pattern_that_skips_a_character_of_the_file_names_its_byte_offset(tmp_path, workers):
+    text = ("hello world, " * 2000) + "x\u05e9y" + " tail" * 10
+    p = tmp_path / "t.txt"; p.write_text(text, encoding="utf-8")
+    at = len(("hello world, " * 2000 + "x").encode())
+    with pytest.raises(ValueError) as e:
+        count_pretokens_file(p, [], workers=workers, executor=InlineExecutor(), pattern=NO_HEBREW,
+                             min_chunk_size=1000, piece_size=500)
+    assert f"'ש' at byte offset {at} of {p}" in str(e.value)
+    ok = text.replace("\u05e9", "")
+    p.write_text(ok, encoding="utf-8")
+    assert count_pretokens_file(p, [], workers=workers, executor=InlineExecutor(), pattern=NO_HEBREW,
+                                min_chunk_size=1000) == count_pretokens(ok, [], NO_HEBREW)
+
+
+# --- train_bpe records the corpus's SHA-256 ---------------------------------------------------------------------
+@pytest.mark.parametrize("workers, executor", [(1, None), (2, None), (2, "inline")])
+def test_train_bpe_records_the_corpus_hash(twice, workers, executor):
+    m = train_bpe(twice, 300, workers=workers, executor=InlineExecutor() if executor else None, progress=False,
+                  min_chunk_size=1 << 16)
+    assert m.info["corpus_sha256"] == hashlib.sha256(twice.read_bytes()).hexdigest()
+    assert m.info["corpus_bytes"] == twice.stat().st_size and m.info["corpus"] == str(twice.resolve())
+
+
+def test_train_bpe_on_an_empty_file_records_the_empty_hash(tmp_path):
+    p = tmp_path / "empty.txt"; p.write_bytes(b"")
+    with pytest.warns(EarlyStopWarning): m = train_bpe(p, 300, workers=2, progress=False)
+    assert m.info["corpus_sha256"] == hashlib.sha256(b"").hexdigest() and m.info["corpus_bytes"] == 0
+
+
+def test_the_background_hash_reports_a_file_that_shrank(tmp_path):
+    p = tmp_path / "t.txt"; p.write_bytes(b"x" * 100)
+    with pytest.raises(ValueError, match="expected 1000 bytes but the file ended at 100"):
+        chunking._BackgroundSHA256(str(p), 1000).result()
+    assert chunking._BackgroundSHA256(str(p), 100).result() == hashlib.sha256(b"x" * 100).hexdigest()

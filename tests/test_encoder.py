@@ -2,6 +2,7 @@
 import json
 import pickle
 import random
+import re
 import tracemalloc
 from itertools import islice
 from pathlib import Path
@@ -12,9 +13,11 @@ import tiktoken
 from hypothesis import given, settings, strategies as st
 
 import bpe_nb.encoder as encoder
-from bpe_nb.encoder import Tokenizer, read_gpt2_files, _merge_heap, _merge_scan, _file_cuts
+from bpe_nb.chunking import file_ranges, read_pieces
+from bpe_nb.encoder import Tokenizer, read_gpt2_files, _merge_heap, _merge_scan
 from bpe_nb.naive import merge_pair
-from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, count_pretokens, pretokenize, printable_to_bytes, split_special
+from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens, pretokenize,
+                                printable_to_bytes, split_special)
 
 EOT = "<|endoftext|>"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -477,7 +480,7 @@ def docs(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_file_equals_encode(gpt2, docs, workers, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_CHUNK", 20_000)  # many chunks
+    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 20_000)  # many chunks
     path, text = docs
     out = path.with_suffix(".bin")
     arr = gpt2.encode_file(path, out, workers=workers, progress=False)
@@ -488,7 +491,7 @@ def test_encode_file_equals_encode(gpt2, docs, workers, monkeypatch):
 
 
 def test_encode_file_identical_for_any_worker_count(gpt2, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_CHUNK", 30_000)
+    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 30_000)
     path, _ = docs
     outs = [gpt2.encode_file(path, path.with_name(f"w{w}.bin"), workers=w, progress=False) for w in (1, 2, 3)]
     data = [path.with_name(f"w{w}.bin").read_bytes() for w in (1, 2, 3)]
@@ -510,7 +513,7 @@ def test_encode_file_dtype_choice(gpt2_files, docs, gpt2):
 
 
 def test_encode_file_npy(gpt2, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_CHUNK", 50_000)
+    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 50_000)
     path, text = docs
     arr = gpt2.encode_file(path, path.with_suffix(".npy"), workers=2, progress=False)
     assert np.load(path.with_suffix(".npy")).tolist() == arr.tolist() == gpt2.encode(text)
@@ -524,9 +527,13 @@ def test_encode_file_edge_cases(gpt2, tmp_path):
     (tmp_path / "crlf.txt").write_bytes(b"line one\r\nline two\r\n")  # bytes are kept exactly
     assert gpt2.encode_file(tmp_path / "crlf.txt", tmp_path / "c.bin", progress=False).tolist() == gpt2.encode("line one\r\nline two\r\n")
     (tmp_path / "bad.txt").write_bytes(b"ok " + b"\xff" + b" no")
-    with pytest.raises(ValueError, match="not valid UTF-8 at byte 3"):
+    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 3"):
         gpt2.encode_file(tmp_path / "bad.txt", tmp_path / "b.bin", progress=False)
     assert not (tmp_path / "b.bin").exists() and not (tmp_path / "b.bin.partial").exists()
+    assert gpt2.encode_file(tmp_path / "bad.txt", tmp_path / "r.bin", errors="replace", progress=False).tolist() == \
+        gpt2.encode("ok \ufffd no")
+    with pytest.raises(ValueError, match="errors must be 'strict' or 'replace', got 'ignore'"):
+        gpt2.encode_file(tmp_path / "bad.txt", tmp_path / "r.bin", errors="ignore")
     with pytest.raises(FileNotFoundError, match="no such file"):
         gpt2.encode_file(tmp_path / "missing.txt", tmp_path / "m.bin")
     with pytest.raises(ValueError, match="workers must be a positive int"):
@@ -535,32 +542,60 @@ def test_encode_file_edge_cases(gpt2, tmp_path):
         gpt2.encode_file(tmp_path / "only.txt", tmp_path / "only.txt")
 
 
-def test_encode_file_without_specials_is_one_chunk(gpt2_files, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_CHUNK", 10_000)
+class _RangesSpy:
+    "Wraps `file_ranges` to record the ranges `encode_file` planned."
+    def __init__(self): self.calls = []
+    def __call__(self, *args, **kwargs):
+        r = file_ranges(*args, **kwargs); self.calls.append(r); return r
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_encode_file_without_special_tokens_is_still_cut_and_parallel(gpt2_files, gpt2, docs, workers, monkeypatch):
+    "No <|endoftext|> in the file: before, one range for everything; now the ranges start at safe spaces."
+    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 10_000)
+    spy = _RangesSpy(); monkeypatch.setattr(encoder, "file_ranges", spy)
     path, text = docs
-    plain = Tokenizer(*gpt2_files)
-    assert _file_cuts(path, [], 10_000) == [0, path.stat().st_size]
-    assert plain.encode_file(path, path.with_suffix(".p"), workers=2, progress=False).tolist() == plain.encode(text)
+    text = text.replace(EOT, "\n"); path.write_text(text, encoding="utf-8", newline="")
+    for tok in (gpt2, Tokenizer(*gpt2_files)):  # <|endoftext|> registered but absent, and no special token at all
+        assert tok.encode_file(path, path.with_suffix(".p"), workers=workers, progress=False).tolist() == tok.encode(text)
+        ranges = spy.calls[-1]
+        assert len(ranges) == (1 if workers == 1 else 8) and ranges[-1][1] == path.stat().st_size
+        assert all(text.encode().startswith(b" ", a) for a, _ in ranges[1:])
+
+
+def test_encode_file_memory_does_not_grow_with_the_file(gpt2, tmp_path, monkeypatch):
+    "One worker, no special token in the file: traced memory stays near a piece, not the file (it was ~17x the file)."
+    monkeypatch.setattr(encoder, "_FILE_PIECE", 1 << 16)
+    text = BUNDLED.read_text(encoding="utf-8").replace(EOT, "\n") * 2
+    path = tmp_path / "plain.txt"; path.write_text(text, encoding="utf-8")
+    gpt2.encode_file(path, tmp_path / "warm.bin", workers=1, progress=False)  # warm the cache first
+    tracemalloc.start()
+    try:
+        arr = gpt2.encode_file(path, tmp_path / "ids.bin", workers=1, progress=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally: tracemalloc.stop()
+    assert len(arr) > 400_000
+    assert peak < 4 * 2**20, f"peak traced memory {peak / 2**20:.1f} MiB while encoding {len(text.encode()) / 2**20:.1f} MiB"
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["aa", "a", "b", "ab", "bcd", "<s>", "<s><s>", "x y", " ", "\u00e9"]), max_size=60).map("".join),
-       st.integers(1, 12), st.sampled_from([3, 5]))
-def test_file_cuts_are_exact(stream_tokenizers, tmp_path_factory, text, target, which):
-    "Cutting at the returned offsets and encoding the pieces gives the ids of the whole file."
-    tok = stream_tokenizers[which]  # 3: <s>, <s><s>, aa, ab, bcd (our finder); 5: <s> only (chapter 03's)
+@given(st.lists(st.sampled_from(["aa", "a", "b", "ab", "bcd", "<s>", "<s><s>", "x y", " ", "\u00e9", "  z", "\n"]),
+                max_size=60).map("".join),
+       st.integers(1, 12), st.integers(1, 9), st.sampled_from([0, 1, 3, 4, 5]))
+def test_file_ranges_and_pieces_encode_exactly(stream_tokenizers, tmp_path_factory, text, workers, piece_size, which):
+    "Encoding the pieces of the planned ranges one by one gives the ids of the whole file, whatever the specials."
+    tok = stream_tokenizers[which]  # 3: <s>, <s><s>, aa, ab, bcd (overlapping); 4: cl100k; 5: <s> only
     path = tmp_path_factory.mktemp("cuts") / "t.txt"
     path.write_bytes(text.encode())
-    cuts = _file_cuts(path, [s.encode() for s in tok.special_tokens], target)
-    data = path.read_bytes()
-    assert cuts[0] == 0 and cuts[-1] == len(data)
-    assert all(a < b for a, b in zip(cuts, cuts[1:])) or cuts == [0, 0]  # an empty file is one empty range
-    pieces = [data[a:b].decode() for a, b in zip(cuts, cuts[1:])]
-    assert [i for p in pieces for i in tok.encode(p)] == tok.encode(text)
+    ranges = file_ranges(path, workers, tuple(tok.special_tokens), tok.pattern, min_chunk_size=1)
+    pieces = [x.text for a, b in ranges for x in read_pieces(path, a, b, tuple(tok.special_tokens), tok.pattern,
+                                                              piece_size=piece_size)]
+    assert "".join(pieces) == text
+    assert [i for piece in pieces for i in tok.encode(piece)] == tok.encode(text)
 
 
 def test_encode_file_with_several_specials(gpt2_two, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_CHUNK", 20_000)
+    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 20_000)
     path, text = docs
     text2 = text.replace(EOT, EOT * 2, 10)  # some doubled markers: the longer special must win
     path.write_text(text2, encoding="utf-8", newline="")
@@ -568,3 +603,62 @@ def test_encode_file_with_several_specials(gpt2_two, docs, monkeypatch):
         arr = gpt2_two.encode_file(path, path.with_suffix(f".{workers}"), workers=workers, progress=False)
         assert arr.tolist() == gpt2_two.encode(text2)
     assert 50257 in arr.tolist()
+
+
+# ---------------------------------------------------------------- special tokens never take an ordinary token's id
+def test_a_list_special_that_is_a_merged_token_gets_a_new_id(gpt2_files, gpt2):
+    vocab, merges = gpt2_files
+    tok = Tokenizer(vocab, merges, [EOT, "hello", "a"])
+    assert tok.special_tokens == {EOT: 50256, "hello": 50257, "a": 50258}  # 31373 is the merged token, 64 the byte
+    assert gpt2.encode("hello") == [31373] and tok.encode("so hello") == gpt2.encode("so ") + [50257]
+    assert tok.decode([50257, 31373, 50258]) == "hellohelloa"
+    assert Tokenizer(vocab, merges, ["hello", EOT]).special_tokens == {"hello": 50257, EOT: 50256}
+
+
+@pytest.mark.parametrize("specials, message", [
+    ({"hello": 31373}, "has id 31373, which is the token b'hello' made by merges["),
+    ({"!": 0}, "has id 0, which is the single byte b'!'"),
+])
+def test_a_dict_special_with_an_ordinary_tokens_id_is_refused(gpt2_files, specials, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Tokenizer(*gpt2_files, special_tokens=specials)
+
+
+def test_specials_from_a_generator_of_merges(gpt2_files):
+    vocab, merges = gpt2_files
+    tok = Tokenizer(vocab, iter(merges), ["hello"])  # merges are read twice: an iterator must work too
+    assert tok.special_tokens == {"hello": 50257} and len(tok.merges) == 50000
+
+
+# ---------------------------------------------------------------- a pattern must cover the text
+NO_HEBREW = r"[^\u05d0-\u05ea]+"  # passes the pattern check's test text, skips Hebrew letters
+
+
+def test_a_pattern_that_skips_characters_is_refused(gpt2_files):
+    for pattern, message in [(r"\w+", "does not cover every text"), (r"x*", "can match the empty string"),
+                             (r"(\w+)|\W+", "capturing group")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Tokenizer(_byte_vocab(), [], pattern=pattern)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["ab", " ", "c d", "\u05e9", "\u05d0b", EOT, "<s>", "\n"]), max_size=20).map("".join),
+       st.lists(st.integers(0, 60), max_size=6), st.integers(1, 8))
+def test_encoding_with_a_pattern_that_skips_names_the_first_skipped_character(text, cuts, block):
+    tok = Tokenizer(_byte_vocab(), [], [EOT, "<s>"], pattern=NO_HEBREW)
+    first = next((i for i, c in enumerate(text) if "\u05d0" <= c <= "\u05ea"), -1)
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try:
+        for run in (lambda: tok.encode(text), lambda: list(tok.encode_iterable(_split(text, cuts)))):
+            if first == -1: assert tok.decode(run()) == text; continue
+            with pytest.raises(ValueError) as e: run()
+            assert f"{text[first]!r} at index {first} is in no match" in str(e.value)
+    finally: encoder._STREAM_BLOCK = saved
+
+
+def test_one_source_for_proven_patterns_and_the_printable_form():
+    import bpe_nb.pretokenize as pretok
+    assert encoder.PROVEN_PATTERNS is pretok.PROVEN_PATTERNS and not hasattr(encoder, "_STREAM_PATTERNS")
+    assert encoder.printable_to_bytes is pretok.printable_to_bytes
+    assert not any(hasattr(encoder, n) for n in ("_FROM_PRINTABLE", "_printable_tokens", "_file_cuts"))

@@ -55,3 +55,91 @@ def test_lone_surrogates_are_a_clear_error(before, surrogate, after):
 @given(st.binary(max_size=64))
 def test_printable_form_round_trips(b):
     assert printable_to_bytes(bytes_to_printable(b)) == b
+
+
+# ---------------------------------------------------------------- patterns that do not cover the text
+import regex  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+import bpe_nb.pretokenize as pretok  # noqa: E402
+from bpe_nb.pretokenize import PROVEN_PATTERNS, check_pattern, unicode_to_bytes  # noqa: E402
+
+NO_DIGITS = r"[^\d]+"  # covers everything but digits: the first digit must be named
+
+
+def test_proven_patterns_are_the_two_builtin_ones():
+    assert PROVEN_PATTERNS == {GPT2_PATTERN, CL100K_PATTERN}
+    for p in PROVEN_PATTERNS: assert check_pattern(p) is pretok.compile_pattern(p)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(stressy_text, st.sampled_from(["1", "٣", "<|endoftext|>"])), max_size=12).map("".join))
+def test_a_pattern_that_skips_characters_is_an_error_naming_the_first(text):
+    eot = "<|endoftext|>"
+    m = regex.search(r"\d", text)  # the first digit (no special token holds one): what the pattern skips
+    first = m.start() if m else -1
+    if first == -1:
+        assert b"".join(pretokenize(text, NO_DIGITS)) == text.encode()
+        assert count_pretokens(text, [eot], NO_DIGITS) == count_pretokens(text, [eot], r"[^\d]+|\d")
+        return
+    for call in (lambda: pretokenize(text, NO_DIGITS), lambda: count_pretokens(text, [eot], NO_DIGITS)):
+        with pytest.raises(ValueError) as e: call()
+        assert f"{text[first]!r} at index {first} is in no match" in str(e.value)
+        assert "does not cover the text" in str(e.value)
+
+
+def test_covering_patterns_of_your_own_work_and_empty_matches_are_never_pretokens():
+    text = "hello, world! 12"
+    assert b"".join(pretokenize(text, r"\w+|\s+|[^\w\s]+")) == text.encode()
+    assert pretokenize("xx", r"x*") == [b"xx"] and count_pretokens("xx", (), r"x*") == {b"xx": 1}
+    with pytest.raises(ValueError, match="capturing group"): pretokenize("ab", r"(a)|b")
+    with pytest.raises(ValueError, match="capturing group"): count_pretokens("ab", (), r"(a)|b")
+
+
+@pytest.mark.parametrize("pattern, message", [
+    (r"\w+", "its matches skip ','"),
+    (r"\S+| +", "does not cover every text"),
+    (r"[^\x00]+", "skip '\\x00'"),
+    (r"x*", "can match the empty string"),
+    (r"\w*|\W", "can match the empty string"),
+    (r"(\w+)|\W+", "capturing group"),
+    (r"(?<", "is not a valid regex"),
+])
+def test_check_pattern_refuses_what_cannot_pretokenize(pattern, message):
+    with pytest.raises(ValueError) as e: check_pattern(pattern)
+    assert message in str(e.value) and repr(pattern) in str(e.value)
+
+
+def test_check_pattern_accepts_covering_patterns_and_names_a_bad_type():
+    for p in (r"\w+|\s+|[^\w\s]+", r"\S+|\s+", r"\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+"):
+        assert check_pattern(p).pattern == p
+    with pytest.raises(TypeError, match="pattern must be a str, got list"): check_pattern(["a"])
+
+
+# ---------------------------------------------------------------- the printable form: one fast implementation
+def _slow_printable(b: bytes) -> str:
+    return "".join(pretok.bytes_to_unicode()[x] for x in b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=80))
+def test_fast_printable_equals_the_table(b):
+    assert bytes_to_printable(b) == _slow_printable(b)
+    assert printable_to_bytes(_slow_printable(b)) == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(sorted(unicode_to_bytes())), max_size=20),
+       st.characters(blacklist_categories=("Cs",)).filter(lambda c: c not in unicode_to_bytes()),
+       st.text(alphabet=st.sampled_from(sorted(unicode_to_bytes())), max_size=20))
+def test_a_character_outside_the_table_is_named(before, bad, after):
+    s = before + bad + after
+    with pytest.raises(ValueError) as e: printable_to_bytes(s)
+    assert str(e.value) == f"{bad!r} is not a GPT-2 printable byte (in {s!r})"
+
+
+def test_printable_form_rejects_non_strings_and_maps_every_byte():
+    with pytest.raises(TypeError, match="expected a str"): printable_to_bytes(b"abc")
+    assert printable_to_bytes(bytes_to_printable(bytes(range(256)))) == bytes(range(256))
+    for c in " \n\t\x7f\xad\uffff":  # not in the table, whether below 256 or not
+        with pytest.raises(ValueError, match="not a GPT-2 printable byte"): printable_to_bytes("Ġ" + c)
