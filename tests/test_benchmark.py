@@ -2,6 +2,8 @@
 import csv
 import json
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -9,8 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 from bpe_nb import benchmark as bm
 from bpe_nb.benchmark import (CSV_FIELDS, TINYSTORIES_ENV, SampleFallbackWarning, bundled_sample, corpus_prefix,
-                              load_results, main, merges_digest, per_merge_seconds, read_merges, run_experiment,
+                              load_results, main, merges_digest, per_merge_seconds, run_experiment,
                               save_results, tinystories_path)
+from bpe_nb.encoder import read_gpt2_merges
 
 EOT = "<|endoftext|>"
 VALID = "TinyStoriesV2-GPT4-valid.txt"
@@ -120,7 +123,8 @@ def test_naive_and_incremental_agree_in_fresh_processes(small_corpus, tmp_path):
     rn = run_experiment("naive", small_corpus, 350, merges_out=tmp_path / "n.txt")
     ri = run_experiment("incremental", small_corpus, 350, merges_out=tmp_path / "i.txt")
     assert rn["digest"] == ri["digest"]
-    mn, mi = read_merges(tmp_path / "n.txt"), read_merges(tmp_path / "i.txt")
+    mn, mi = read_gpt2_merges(tmp_path / "n.txt"), read_gpt2_merges(tmp_path / "i.txt")
+    assert (tmp_path / "i.txt").read_text(encoding="utf-8").startswith("#version: 0.2\n")   # a GPT-2 merges.txt
     assert mn == mi and merges_digest(mi) == ri["digest"] and len(mi) == ri["merges"] == 350 - 257
     for r in (rn, ri):
         assert r["vocab_size"] == 350 and not r["stopped_early"] and r["corpus_bytes"] == small_corpus.stat().st_size
@@ -131,7 +135,7 @@ def test_naive_and_incremental_agree_in_fresh_processes(small_corpus, tmp_path):
 def test_hf_reference_runs_and_reports_its_merges(small_corpus, tmp_path):
     pytest.importorskip("tokenizers")
     rh = run_experiment("hf", small_corpus, 350, merges_out=tmp_path / "h.txt")
-    mh = read_merges(tmp_path / "h.txt")
+    mh = read_gpt2_merges(tmp_path / "h.txt")
     assert rh["vocab_size"] == 350 and len(mh) == rh["merges"] == 93 and merges_digest(mh) == rh["digest"]
     assert rh["merge_s"] is None and rh["total_s"] > 0
 
@@ -160,6 +164,23 @@ def test_runner_rejects_bad_arguments(small_corpus, tmp_path):
     with pytest.raises(ValueError, match="vocab_size=256"): run_experiment("naive", small_corpus, 256)
     with pytest.raises(TypeError, match="workers must be an int"): run_experiment("naive", small_corpus, 300, workers=1.5)
     with pytest.raises(ValueError, match="workers must be >= 1"): run_experiment("naive", small_corpus, 300, workers=0)
+    with pytest.raises(TypeError, match="vocab_size must be an int"): run_experiment("naive", small_corpus, "300")
+    with pytest.raises(TypeError, match="curve_points must be an int"): run_experiment("naive", small_corpus, 300, curve_points=None)
+    with pytest.raises(TypeError, match="special_tokens"): run_experiment("naive", small_corpus, 300, special_tokens=EOT)
+    with pytest.raises(ValueError, match="given more than once"):
+        run_experiment("naive", small_corpus, 300, special_tokens=[EOT, EOT])
+    with pytest.raises(ValueError, match="non-empty strings"): run_experiment("naive", small_corpus, 300, special_tokens=[""])
+
+
+def test_child_does_not_import_numpy(small_corpus, tmp_path):
+    # The child's start-up is part of what it measures (process_s): writing the merges must not pull in
+    # bpe_nb.artifacts / bpe_nb.encoder, which import numpy.
+    code = ("import sys, bpe_nb.benchmark as b; "
+            f"b.main(['--trainer', 'incremental', '--corpus', {str(small_corpus)!r}, '--vocab-size', '300', "
+            f"'--merges-out', {str(tmp_path / 'm.txt')!r}]); print('numpy imported:', 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "numpy imported: False" in out
+    assert len(read_gpt2_merges(tmp_path / "m.txt")) == 300 - 257
 
 
 def test_child_failure_is_reported(tmp_path):

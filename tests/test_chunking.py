@@ -12,8 +12,8 @@ import regex
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_nb.chunking as chunking
-from bpe_nb.chunking import (CountProgress, Piece, _Cutter, _Tally, _count_range, count_pretokens_file, file_ranges,
-                             find_chunk_boundaries, read_pieces, train_bpe)
+from bpe_nb.chunking import (CountProgress, MissingSpecialTokenWarning, Piece, _Cutter, _Tally, _count_range,
+                             count_pretokens_file, file_ranges, find_chunk_boundaries, read_pieces, train_bpe)
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
 from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens
 
@@ -25,6 +25,8 @@ SPECIALS = [EOT, EOT + EOT, "<pad>"]
 PIECES = [" ", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", "\x0b", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000",
           "a", "Zz", "word", "'s", "'ll", "'", "12", "3", ".", "!?", "-", "é", "中", "👍", "<", "|>", "<|end"]
 text_st = st.lists(st.one_of(st.sampled_from(PIECES), st.sampled_from(SPECIALS)), max_size=40).map("".join)
+# Tests that count files without their special token on purpose silence the warning that says so.
+no_token_on_purpose = pytest.mark.filterwarnings("ignore::bpe_nb.chunking.MissingSpecialTokenWarning")
 
 
 class InlineExecutor(Executor):
@@ -62,6 +64,38 @@ def test_boundaries_snap_to_the_first_token_after_each_guess(data, n, window):
 def test_boundaries_find_a_token_straddling_two_windows():
     data = b"x" * 30 + EOT.encode() + b"y" * 37
     for w in range(1, 40): assert find_chunk_boundaries(io.BytesIO(data), 4, EOT.encode(), window=w) == [0, 30, 80]
+
+
+def test_boundaries_never_cut_inside_a_self_overlapping_token():
+    # "--" occurs at 2 and at 3 in "a!---?"; the split takes the one at 2, so 3 is inside a token.
+    assert find_chunk_boundaries(io.BytesIO(b"a!---?"), 2, b"--") == [0, 6]
+    assert find_chunk_boundaries(io.BytesIO(b"a!---?--b"), 3, b"--") == [0, 6, 9]
+    assert find_chunk_boundaries(io.BytesIO(b"xaaaaay"), 2, b"aa") == [0, 7]  # 3 is inside the split's "aa" at 1..3
+    # Conservative: 3 starts the split's second "aa", but the occurrence at 2 straddles it, so no cut there.
+    assert find_chunk_boundaries(io.BytesIO(b"xaaaay"), 2, b"aa") == [0, 6]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["-", "--", "a", "aba", "b", " ", "!", "é"]), max_size=30).map("".join),
+       st.sampled_from(["--", "aba", "aa", "<|endoftext|>"]), st.integers(1, 8), st.integers(1, 6))
+def test_boundary_chunks_count_like_the_whole_text(text, token, n, window):
+    data = text.encode()
+    bounds = find_chunk_boundaries(io.BytesIO(data), n, token.encode(), window=window)
+    assert bounds[0] == 0 and bounds[-1] == len(data) and bounds == sorted(set(bounds))
+    chunks = [data[a:b].decode() for a, b in zip(bounds, bounds[1:])]
+    assert sum((count_pretokens(c, [token]) for c in chunks), Counter()) == count_pretokens(text, [token])
+    for b in bounds[1:-1]: assert data.startswith(token.encode(), b)
+
+
+def test_one_snapping_loop_serves_find_chunk_boundaries_and_the_planner(monkeypatch, tmp_path):
+    assert not hasattr(chunking, "_snap_to_token")  # the second copy of the guess-and-snap loop is gone
+    calls = []
+    real = chunking._snap_bounds
+    monkeypatch.setattr(chunking, "_snap_bounds", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    p = tmp_path / "t.txt"; p.write_bytes((b"story " * 50 + EOT.encode()) * 40)
+    find_chunk_boundaries(p, 3, EOT.encode())
+    file_ranges(p, 2, [EOT], min_chunk_size=1000)
+    assert calls == [3, 8]
 
 
 def test_boundaries_of_a_path_and_bad_arguments(tmp_path):
@@ -124,6 +158,7 @@ def test_file_counts_equal_single_process_counts_on_the_sample(workers, tinystor
     assert list(got) == sorted(got)  # deterministic order
 
 
+@no_token_on_purpose
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text_st, st.integers(1, 40), st.integers(1, 7), st.integers(1, 9),
        st.sampled_from([[EOT], SPECIALS, []]), st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\w+|\s+|[^\w\s]+"]))
@@ -146,6 +181,7 @@ def test_file_counts_with_a_process_pool(tmp_path, text, workers):
     assert count_pretokens_file(p, [EOT], workers=workers, min_chunk_size=1, piece_size=16) == count_pretokens(text, [EOT])
 
 
+@no_token_on_purpose
 def test_a_file_without_special_tokens_is_still_cut_and_counted_exactly(tmp_path, sample_text):
     text = sample_text.replace(EOT, "\n")
     p = tmp_path / "plain.txt"; p.write_text(text, encoding="utf-8")
@@ -162,6 +198,43 @@ def test_workers_read_their_range_in_pieces(tinystories_sample):
     size = tinystories_sample.stat().st_size
     _count_range(str(tinystories_sample), 0, size, (EOT,), GPT2_PATTERN, "strict", 4096, sizes.append)
     assert sum(sizes) == size and len(sizes) > size // 8192 and max(sizes) <= 4096
+
+
+def test_a_stretch_without_safe_cuts_is_read_in_linear_time(tmp_path, monkeypatch):
+    # Unspaced CJK lines and no special token: no safe cut for 300 kB. The buffer must grow geometrically
+    # (a handful of reads, not size / piece_size) and each look must search only the bytes not searched yet.
+    stretch = ("从前有一只小狗，它叫马克斯。" * 20 + "\n").encode() * 350
+    tail = b" and then the story went on." * 20_000
+    data = stretch + tail
+    p = tmp_path / "zh.txt"; p.write_bytes(data)
+    looks = []
+    real_last = _Cutter.last
+    def last(self, buf, hi, lo=1):
+        cut = real_last(self, buf, hi, lo) if lo != 1 else real_last(self, buf, hi)
+        looks.append((max(0, hi - max(lo, 1)), cut))
+        return cut
+    monkeypatch.setattr(_Cutter, "last", last)
+    piece_size = 1000
+    pieces = list(read_pieces(p, 0, len(data), [EOT], piece_size=piece_size))
+    assert "".join(x.text for x in pieces) == data.decode()
+    assert pieces[0].size >= len(stretch)  # the stretch cannot be cut
+    searched = sum(n for n, _ in looks)
+    assert searched <= 2 * len(data), (searched, len(data))  # was ~ len(stretch)**2 / (2 * piece_size): 40x more
+    misses = sum(cut <= 0 for _, cut in looks)
+    assert misses <= 12, misses  # doubling: ~log2(len(stretch) / piece_size) reads found no cut (was ~300)
+    assert pieces[0].size <= 2 * len(stretch)  # the grown buffer is at most twice the stretch
+    assert len(pieces) > 100 and max(x.size for x in pieces[1:]) <= piece_size  # bounded again once cuts are back
+
+
+def test_after_a_long_piece_memory_returns_to_piece_size(tmp_path):
+    # A cut found late in a grown buffer leaves the rest for the next piece; later pieces are bounded again.
+    data = b"x" * 5000 + b" y" + b"z" * 3000 + b" w" * 4000
+    p = tmp_path / "t.txt"; p.write_bytes(data)
+    pieces = list(read_pieces(p, 0, len(data), [EOT], piece_size=100))
+    assert "".join(x.text for x in pieces) == data.decode()
+    assert pieces[0].size == 5000  # up to the only cut, before " y"
+    assert 3002 <= pieces[1].size <= 2 * 3002  # " y" + 3000 z: no cut until " w"; the buffer doubled past it
+    assert max(x.size for x in pieces[2:]) <= 100
 
 
 def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
@@ -202,6 +275,28 @@ def test_invalid_utf8_names_the_first_bad_offset(tmp_path, sample_text, workers)
     assert got == count_pretokens(bad.decode("utf-8", "replace"), [EOT])
 
 
+def test_replace_with_a_special_token_containing_u_fffd_is_refused(tmp_path):
+    # A U+FFFD made from an invalid byte is invisible to the byte-level cuts: counts would depend on the cutting.
+    specials = [EOT, "\ufffd" + EOT]
+    p = tmp_path / "f.txt"; p.write_bytes((b"story one." + b"\x80" + EOT.encode() + b"story two.") * 4)
+    for kw in (dict(workers=1, piece_size=8), dict(workers=1), dict(workers=3, executor=InlineExecutor(), min_chunk_size=1)):
+        with pytest.raises(ValueError, match="errors='replace' cannot be used with a special token that contains U\\+FFFD"):
+            count_pretokens_file(p, specials, errors="replace", **kw)
+    with pytest.raises(ValueError, match="U\\+FFFD"): train_bpe(p, 300, specials, errors="replace", progress=False)
+    with pytest.raises(ValueError, match="U\\+FFFD"): read_pieces(p, 0, 10, specials, errors="replace")
+    # strict: a U+FFFD can only be its own three bytes, which the cuts see: exact for every piece size and worker count
+    text = ("story one.\ufffd" + EOT + "story two. \ufffd\ufffd" + EOT) * 4
+    p.write_text(text, encoding="utf-8")
+    for ps in (1, 8, 30, 1 << 20):
+        for w in (1, 3):
+            assert count_pretokens_file(p, specials, workers=w, executor=InlineExecutor(), piece_size=ps,
+                                        min_chunk_size=1) == count_pretokens(text, specials)
+    # replace without such a token stays allowed
+    p.write_bytes((b"story one." + b"\x80" + EOT.encode() + b"story two.") * 4)
+    assert count_pretokens_file(p, [EOT], errors="replace", workers=1, piece_size=8) == \
+        count_pretokens(p.read_bytes().decode("utf-8", "replace"), [EOT])
+
+
 def test_empty_file(tmp_path):
     p = tmp_path / "empty.txt"; p.write_bytes(b"")
     assert count_pretokens_file(p, workers=3) == Counter()
@@ -210,13 +305,26 @@ def test_empty_file(tmp_path):
     assert m.merges == [] and len(m.vocab) == 257 and m.special_tokens == {EOT: 256}
 
 
-def test_a_missing_special_token_is_noted_in_the_progress_output(tmp_path, capsys):
+def test_a_missing_special_token_is_noted_in_the_progress_output_and_warned(tmp_path, capsys):
     p = tmp_path / "plain.txt"; p.write_text("no separator in this text at all\n" * 50, encoding="utf-8")
-    count_pretokens_file(p, [EOT], workers=1, progress=True)
+    with pytest.warns(MissingSpecialTokenWarning, match=r"no special token \(<\|endoftext\|>\) occurs in .*plain.txt"):
+        count_pretokens_file(p, [EOT], workers=1, progress=True)
     err = capsys.readouterr().err
     assert "no special token (<|endoftext|>) occurs in" in err and "plain.txt" in err
-    count_pretokens_file(p, [EOT], workers=1, progress=False)
-    assert capsys.readouterr().err == ""
+    # silent or callable progress: no bar to write on, but the warning still reaches the user
+    for progress in (False, [].append):
+        with pytest.warns(MissingSpecialTokenWarning, match="plain.txt"):
+            count_pretokens_file(p, [EOT], workers=1, progress=progress)
+        assert capsys.readouterr().err == ""
+    with pytest.warns(MissingSpecialTokenWarning, match="plain.txt"):
+        train_bpe(p, 260, workers=2, progress=False, min_chunk_size=100)
+    with warnings.catch_warnings():  # no warning when a token occurs, when none is given, or for an empty file
+        warnings.simplefilter("error")
+        count_pretokens_file(p, [], workers=1)
+        count_pretokens_file(p, ["\n"], workers=1)
+        (tmp_path / "empty.txt").write_bytes(b"")
+        count_pretokens_file(tmp_path / "empty.txt", [EOT], workers=1)
+    assert issubclass(MissingSpecialTokenWarning, UserWarning)
 
 
 # --- train_bpe ---------------------------------------------------------------------------------------------------

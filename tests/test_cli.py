@@ -115,6 +115,15 @@ def test_train_early_stop_is_reported(tmp_path):
     assert "1 learned of 44 planned" in out and "stopped early" in out and "257 entries, not 300" in out
 
 
+def test_train_notes_a_corpus_without_the_special_token(tmp_path):
+    (tmp_path / "plain.txt").write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    p = cli("train", tmp_path / "plain.txt", "--vocab-size", 270, "--out", tmp_path / "t.json")
+    assert p.returncode == 0, p.stderr
+    err = p.stderr.decode("utf-8")
+    assert err.startswith("bpe-nb: note: ") and err.count("\n") == 1 and "<|endoftext|>" in err, err
+    assert "Warning" not in err and "Traceback" not in err, err
+
+
 def test_train_several_corpora_and_specials(work, tmp_path):
     (tmp_path / "b.txt").write_text(f"hello world<sep>hello there{EOT}", encoding="utf-8")
     tok = tmp_path / "t.json"

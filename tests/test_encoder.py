@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import bpe_nb.encoder as encoder
 from bpe_nb.chunking import file_ranges, read_pieces
-from bpe_nb.encoder import Tokenizer, read_gpt2_files, _merge_heap, _merge_scan
+from bpe_nb.encoder import Tokenizer, read_gpt2_files, read_gpt2_merges, _merge_heap, _merge_scan
 from bpe_nb.naive import merge_pair
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens, pretokenize,
                                 printable_to_bytes, split_special)
@@ -84,6 +84,17 @@ def test_read_gpt2_files_errors_say_where(tmp_path, vocab, merges, message):
     (tmp_path / "m.txt").write_text(merges, encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         read_gpt2_files(tmp_path / "v.json", tmp_path / "m.txt")
+
+
+def test_read_gpt2_merges_alone(tmp_path, gpt2_files):
+    assert read_gpt2_merges(CS336 / "gpt2_merges.txt") == gpt2_files[1]
+    (tmp_path / "m.txt").write_text("#version: 0.2\n\u0120 t\r\n\nh e\n", encoding="utf-8")
+    assert read_gpt2_merges(tmp_path / "m.txt") == [(b" ", b"t"), (b"h", b"e")]
+    (tmp_path / "bad.txt").write_text("a b\na\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.txt:2: expected two tokens"):
+        read_gpt2_merges(tmp_path / "bad.txt")
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        read_gpt2_merges(tmp_path / "nope.txt")
 
 
 def test_read_gpt2_files_missing_file(tmp_path):
