@@ -2,7 +2,7 @@
 
 Target (issue 6): `bpe_nb.artifacts.load` takes at most 3x the time HF `tokenizers` (Rust) takes to load
 the same tokenizer from its `tokenizer.json`, both measured in this run. Both files are written first
-(native with `save`, tokenizer.json with `export_hf`) from the GPT-2 fixtures in ../shared/data/cs336.
+(native with `save`, tokenizer.json with `export_hf`) from the GPT-2 fixtures in tests/data/cs336.
 The two loads alternate, and each figure is the median of `--repeat` runs (after one warm-up each).
 The breakdown shows where our time goes: reading + `json.loads`, validation + rebuilding the vocabulary,
 and the `Tokenizer` constructor (chapter 04's merge tables).
@@ -22,7 +22,7 @@ from pathlib import Path
 from time import perf_counter
 
 ROOT = Path(__file__).resolve().parents[1]
-CS336 = ROOT.parent / "shared" / "data" / "cs336"
+CS336 = ROOT / "tests" / "data" / "cs336"
 TARGET = 3.0
 
 

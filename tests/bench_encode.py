@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CS336 = ROOT.parent / "shared" / "data" / "cs336"
+CS336 = ROOT / "tests" / "data" / "cs336"
 SAMPLE = ROOT / "bpe_nb" / "data" / "tinystories_sample_1M.txt"
 EOT = "<|endoftext|>"
 

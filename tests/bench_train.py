@@ -21,7 +21,7 @@ from bpe_nb.pretokenize import GPT2_PATTERN, count_pretokens, bytes_to_printable
 
 EOT = "<|endoftext|>"
 SAMPLE = ROOT / "bpe_nb" / "data" / "tinystories_sample_1M.txt"
-CORPUS_EN = ROOT.parent / "shared" / "data" / "cs336" / "corpus.en"
+CORPUS_EN = ROOT / "tests" / "data" / "cs336" / "corpus.en"
 
 
 def machine() -> str:

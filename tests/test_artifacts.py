@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import BUNDLED_SAMPLE
 import tiktoken
 import tokenizers
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -30,15 +31,16 @@ EOT = "<|endoftext|>"
 # ---------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def cs336(shared_data) -> Path:
-    return shared_data / "cs336"
+def cs336(test_data) -> Path:
+    return test_data / "cs336"
 
 
 @pytest.fixture(scope="module")
-def texts(shared_data) -> dict[str, str]:
-    "Every file of the shared data, as text: prose, code-like merge lists, JSON with escapes, 1 MB of stories."
-    out = {p.relative_to(shared_data).as_posix(): p.read_text(encoding="utf-8")
-           for p in sorted(shared_data.glob("*/*")) if p.is_file()}
+def texts(test_data) -> dict[str, str]:
+    "Every file of the test data, as text: prose, code-like merge lists, JSON with escapes, and the 1 MB of stories."
+    out = {p.relative_to(test_data).as_posix(): p.read_text(encoding="utf-8")
+           for p in sorted(test_data.glob("*/*")) if p.is_file()}
+    out["bundled/tinystories_sample_1M.txt"] = BUNDLED_SAMPLE.read_text(encoding="utf-8")
     assert len(out) >= 8 and sum(map(len, out.values())) > 2_000_000
     return out
 

