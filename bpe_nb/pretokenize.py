@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 # %% auto #0
-__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'PROVEN_PATTERNS', 'compile_pattern', 'pretokenize', 'check_pattern',
-           'special_pattern', 'split_special', 'count_pretokens', 'bytes_to_unicode', 'unicode_to_bytes',
-           'bytes_to_printable', 'printable_to_bytes']
+__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS',
+           'compile_pattern', 'pretokenize', 'check_pattern', 'special_pattern', 'split_special', 'count_pretokens',
+           'bytes_to_unicode', 'unicode_to_bytes', 'bytes_to_printable', 'printable_to_bytes']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
 import regex
@@ -23,6 +23,27 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 # %% ../nbs/00_pretokenize.ipynb #87da6fb1
 CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 "The GPT-4 (`cl100k_base`) pre-tokenizer regex, as tiktoken defines it."
+
+# %% ../nbs/00_pretokenize.ipynb #a5271a7f
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+"The GPT-4o (`o200k_base`) pre-tokenizer regex, as tiktoken defines it."
+
+# %% ../nbs/00_pretokenize.ipynb #0296cca7
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+"tiktoken's spelling of the GPT-2 regex (`r50k_base`, `p50k_base`): possessive, and the same pre-tokens as `GPT2_PATTERN`."
+
+# %% ../nbs/00_pretokenize.ipynb #8c57bdde
+KNOWN_PATTERNS = {"gpt2": GPT2_PATTERN, "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN,
+                  "cl100k_base": CL100K_PATTERN, "o200k_base": O200K_PATTERN}
+"The pre-tokenizer regexes of the real encodings, by name: the patterns a tokenizer file may name without being trusted."
 
 # %% ../nbs/00_pretokenize.ipynb #d3d9d9c8
 PROVEN_PATTERNS = frozenset({GPT2_PATTERN, CL100K_PATTERN})
