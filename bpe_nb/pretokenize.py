@@ -20,13 +20,6 @@ import regex
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 "The GPT-2 pre-tokenizer regex (needs the `regex` package for `\\p{L}` and `\\p{N}`)."
 
-# %% ../nbs/00_pretokenize.ipynb #51782819
-@lru_cache(maxsize=None)
-def compile_pattern(pattern: str = GPT2_PATTERN  # a pre-tokenizer regex in `regex` syntax
-                   ) -> regex.Pattern:
-    "Compile `pattern` with the `regex` package, once per distinct pattern."
-    return regex.compile(pattern)
-
 # %% ../nbs/00_pretokenize.ipynb #87da6fb1
 CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 "The GPT-4 (`cl100k_base`) pre-tokenizer regex, as tiktoken defines it."
@@ -55,6 +48,13 @@ KNOWN_PATTERNS = {"gpt2": GPT2_PATTERN, "r50k_base": R50K_PATTERN, "p50k_base": 
 # %% ../nbs/00_pretokenize.ipynb #d3d9d9c8
 PROVEN_PATTERNS = frozenset({GPT2_PATTERN, CL100K_PATTERN})
 "The patterns whose properties bpe_nb relies on are proven: they cover every text, and chapter 03's safe cuts hold."
+
+# %% ../nbs/00_pretokenize.ipynb #51782819
+@lru_cache(maxsize=None)
+def compile_pattern(pattern: str = GPT2_PATTERN  # a pre-tokenizer regex in `regex` syntax
+                   ) -> regex.Pattern:
+    "Compile `pattern` with the `regex` package, once per distinct pattern."
+    return regex.compile(pattern)
 
 # %% ../nbs/00_pretokenize.ipynb #447e247d
 def pretokenize(text: str,  # the text to cut (no special-token handling here)
