@@ -26,6 +26,7 @@ CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", 
           "tables", "xrefs", "layout")
 COVERAGE_MIN = 0.80               # share of a module's non-comment source lines shown on its chapter page
 FIT_CHARS = 100
+ENDINGS = ("Exercises", "Engineering notes", "Details")   # the sections a chapter may end with, in order
 
 
 def chrome(user_data_dir: str | None = None):
@@ -284,8 +285,12 @@ def find_problems(rep: SiteReport,
         if re.match(r"\d\d_", name):      # a chapter opens with what you will learn, ends with what comes next
             if "What you will learn" not in pg.intro:
                 probs["structure"].append(f"{name}: does not open with 'What you will learn'")
-            if not pg.h2 or pg.h2[-1] != "What comes next":
-                probs["structure"].append(f"{name}: its last section is {pg.h2[-1:] or 'missing'}, not 'What comes next'")
+            if "What comes next" not in pg.h2:
+                probs["structure"].append(f"{name}: has no section 'What comes next' (sections: {pg.h2})")
+            else:                          # after it, only the chapter endings, in this order (CONVENTIONS.md)
+                tail = pg.h2[len(pg.h2) - pg.h2[::-1].index("What comes next"):]
+                if tail != [e for e in ENDINGS if e in tail]:
+                    probs["structure"].append(f"{name}: after 'What comes next' come {tail}; only {list(ENDINGS)}, in this order")
         probs["offline"] += [f"{name}: loaded {r}" for r in pg.resources if not r.startswith(("file:", "data:", "blob:"))]
         probs["tables"] += [f"{name}: a markdown table rendered as text: {t!r}" for t in pg.pipes]
         probs["xrefs"] += [f"{name}: a cross-reference resolves to href=\"#\": {t!r}" for t in pg.hash_links]

@@ -107,6 +107,14 @@ def test_code_on_the_page(report, chapter):
             f"{len(missing)} lines missing, e.g.:\n  " + "\n  ".join(missing[:10]))
 
 
+@pytest.mark.parametrize("chapter", [c for c in sc.expected_chapters() if c[:2] < "07"])
+def test_chapter_has_exercises_linked_to_solutions(report, chapter):
+    "Issue 13.8: chapters 00-06 end with an Exercises section that links to their solutions page."
+    pg = report.pages[chapter]
+    sols = [u for u in pg.links if "/solutions/" in u]
+    _strict("Exercises" in pg.h2 and bool(sols), f"{chapter}: sections {pg.h2}; links to solutions/: {sols}")
+
+
 def test_search_for_merge_returns_results(report, problems):
     assert problems["search"] == []
     assert len(report.search_hits) >= 2, report.search_hits
@@ -154,6 +162,7 @@ show_doc(pretokenize)</pre></div>
 """
     html = html.replace('<article class="bd-article">', '<article class="bd-article">' + junk, 1)
     html = html.replace("What you will learn", "What you may learn")
+    html = html.replace('<h2>What comes next', '<h2>What came before', 1)
     (bad / page).write_text(html, encoding="utf-8")
     (bad / "searchindex.js").unlink()              # search has no index any more
     two = bad / "02_incremental_trainer.html"      # chapter 02 shows none of its code
@@ -175,7 +184,7 @@ def test_checker_reports_a_broken_site(site, driver, tmp_path):
     assert "no_such_chapter.html" in said["links"] and "no-such-anchor" in said["links"]
     assert f"{page}:" in said["math"]
     assert "'#| hide'" in said["code"] and "show_doc call" in said["code"]
-    assert "What you will learn" in said["structure"]
+    assert "What you will learn" in said["structure"] and f"{page}: has no section 'What comes next'" in said["structure"]
     assert "cdn.bpe-nb.invalid" in said["offline"]
     assert "found nothing" in said["search"]
     assert f"{page}: a markdown table rendered as text" in said["tables"]
