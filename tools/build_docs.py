@@ -3,18 +3,28 @@
 The notebooks in nbs/ are committed without outputs, and Quarto (what `nbdev_docs` needs) cannot be
 installed here, so the site is made in four steps, each done by the tool that already knows how:
 
-1. execute  every notebook runs with execnb's `CaptureShell` as `nbdev_test` runs it (no Jupyter
-            kernel; from its own folder; IN_TEST=1; default process start method), into
-            build/docs/exec/. Cells flagged with a `tst_flags` flag of settings.ini (`#| slow`,
-            `#| notest`) are skipped as `nbdev_test` skips them, unless named in `--flags`.
-            An error stops the build, naming the notebook and the cell.
+1. execute  every notebook (nbs/ and its sub-folders, e.g. nbs/solutions/) runs with execnb's
+            `CaptureShell` as `nbdev_test` runs it (no Jupyter kernel; from its own folder; IN_TEST=1;
+            default process start method), into build/docs/exec/. Cells flagged with a `tst_flags`
+            flag of settings.ini (`#| slow`, `#| notest`) are skipped as `nbdev_test` skips them,
+            unless named in `--flags`. An error stops the build, naming the notebook and the cell.
+   check    what the site would show must be clean: no traceback, no warning on stderr, no progress
+            bar, no machine path (/tmp/, /work/, /root/, /home/) in the output of a shown cell, and
+            no cell mixing imports with other code (nbdev would print "Found cells containing
+            imports and other code" and re-run it). Each problem is named by notebook, cell number
+            and first line; any fails the build, unless BPE_DOCS_STRICT=0 (then they are listed).
 2. process  `nbdev.serve.proc_nbs()` writes _proc/: `#| hide` cells dropped, `#| export` code
             replaced by `show_doc` output, backticked names linked to their docs.
 3. rewrite  _proc/ is Quarto-flavoured; `plain_nb` turns each notebook into a plain one for Jupyter
-            Book (front matter -> title and subtitle, `show_doc` output -> markdown, nbdev's absolute
-            doc links -> links between pages, Quarto link attributes and `#|` lines dropped) in
-            build/docs/book/, beside a copy of docs/ (the Jupyter Book config, CSS, and the tiny
-            `bpe_docs` Sphinx extension) and a `_toc.yml`: index first, then the notebooks in file order.
+            Book (front matter -> title and subtitle, `show_doc` output -> markdown without its
+            [source] link, nbdev's absolute doc links -> links between pages, Quarto link attributes
+            and `#|` lines dropped, `#| echo: false` -> output only, `|` in code spans of table rows
+            escaped). An `#| exports` cell shows its code under `<a id="name">` anchors (the ids
+            its `show_doc` headings had, so links keep working, plus index entries for genindex)
+            instead of a duplicate signature block. The result goes to build/docs/book/, beside a
+            copy of docs/ (the Jupyter Book config, CSS, and the `bpe_docs` Sphinx extension, which
+            makes raw `<a id>` anchors link targets) and a `_toc.yml`: index, why, the chapters,
+            then an appendix (CLI reference, solutions/, references); absent pages are left out.
 4. build    `jupyter-book build -W`: any Sphinx warning (a link to a chapter that does not exist, an
             anchor that is not there) fails the build. The HTML is then copied to _docs/.
 
@@ -348,6 +358,15 @@ def defined_names(code: str) -> list[str]:
     return [*defs, *assigned]
 
 
+def _ends_with_docstring(code: str) -> bool:
+    "True when the cell's last statement is a bare string: the docstring of a constant, not a value to show."
+    import ast
+    try: body = ast.parse(code).body
+    except SyntaxError: return False
+    return bool(body) and isinstance(body[-1], ast.Expr) and isinstance(body[-1].value, ast.Constant) \
+        and isinstance(body[-1].value.value, str)
+
+
 def _anchor_cell(names: list[str]) -> dict:
     "Anchors (the ids `show_doc`'s headings had: `count_pairs`, `tokenizer.encode`) and index entries for `names`."
     ids = dict.fromkeys(pandoc_slug(n) for n in names)
@@ -385,7 +404,9 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
                 md = "\n\n".join(_text(o["data"]["text/markdown"]) for o in outs if "text/markdown" in o.get("data", {}))
                 if md.strip(): cells.append(_md_cell(_markdown(_show_doc_md(md))))
                 continue
-            if _is_exports(opts) and (names := defined_names(code)): cells.append(_anchor_cell(names))
+            if _is_exports(opts):
+                if names := defined_names(code): cells.append(_anchor_cell(names))
+                if _ends_with_docstring(code): outs = [o for o in outs if o.get("output_type") != "execute_result"]
             tags = (["remove-input"] if opts.get("echo") == "false" or not code else []) + \
                    (["remove-output"] if opts.get("output") == "false" else [])
             if not code and not outs: continue

@@ -163,11 +163,15 @@ def test_exports_cells_show_their_code_under_an_anchor_instead_of_a_signature():
     fold = '#| code-fold: show\n#| code-summary: "Exported source"\n'     # what nbdev's add_fold writes
     nb = {"cells": [_sd("count_pairs"), _code(fold + "def count_pairs(words):\n    return {}\nLIMIT = 3"),
                     _sd("Tokenizer.encode"), _code(fold + "@patch\ndef encode(self: Tokenizer, text):\n    pass"),
+                    _code(fold + 'N = 3\n"The docstring of N."', [{"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+                                                                   "data": {"text/plain": "'The docstring of N.'"}}]),
                     _sd("other"),                                         # a plain `#| export` elsewhere: kept
                     _code(fold + "def _helper(): pass")]}
     out, _ = bd.plain_nb(nb)
     cells = out["cells"]
-    assert [c["cell_type"] for c in cells] == ["markdown", "code", "markdown", "code", "markdown", "code"]
+    assert [c["cell_type"] for c in cells] == ["markdown", "code", "markdown", "code", "markdown", "code", "markdown", "code"]
+    assert '<a id="n"></a>' in cells[4]["source"] and cells[5]["outputs"] == []     # a constant's docstring is not an output
+    del cells[4:6]
     assert '<a id="count_pairs"></a><a id="limit"></a>' in cells[0]["source"] and "{index} count_pairs" in cells[0]["source"]
     assert cells[1]["source"].startswith("def count_pairs(") and "#|" not in cells[1]["source"]
     assert '<a id="tokenizer.encode"></a>' in cells[2]["source"] and cells[3]["source"].startswith("@patch")
