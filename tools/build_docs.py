@@ -519,6 +519,7 @@ def build(flags: tuple[str, ...] = (),  # `tst_flags` to run anyway, e.g. ("slow
     # Every process of the build (notebook workers, proc_nbs workers, what notebooks start) imports this
     # repository's bpe_nb, even where another copy is installed.
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))   # and this process (proc_nbs's workers fork it)
     cfg = get_config()
     workers = workers or os.cpu_count() or 1
     skip = frozenset(cfg.get("tst_flags", "").split()) - set(flags)

@@ -180,10 +180,17 @@ def module_of(nb: Path) -> Path | None:
 
 
 def module_lines(mod: Path) -> list[str]:
-    "A module's non-comment source lines, stripped (the rule of /work/coord/coverage.py: no blanks, comments, `__all__`)."
+    "A module's non-comment source lines, stripped (no blanks, no comments, no `__all__` statement)."
+    import ast
+    text = mod.read_text(encoding="utf-8")
+    skip = set()                                 # every line of the `__all__ = [...]` statement nbdev writes
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            skip |= set(range(node.lineno, node.end_lineno + 1))
     out = []
-    for l in mod.read_text(encoding="utf-8").splitlines():
+    for i, l in enumerate(text.splitlines(), 1):
         t = l.strip()
+        if i in skip: continue
         if not t or t.startswith("#") or t.startswith("__all__") or (t.startswith("'") and t.endswith("',")): continue
         out.append(t)
     return out
