@@ -55,7 +55,7 @@ class Page:
     resources: list[str] = field(default_factory=list)     # every URL the page loaded
     intro: str = ""                                        # the start of the article's text
     h2: list[str] = field(default_factory=list)            # the article's section titles
-    pipes: list[str] = field(default_factory=list)         # paragraphs that are markdown tables left as text
+    pipes: list[str] = field(default_factory=list)         # paragraphs or printed outputs that are markdown tables as text
     hash_links: list[str] = field(default_factory=list)    # article links whose href is just "#"
     overflow: list[tuple[int, str]] = field(default_factory=list)  # (longest line, first line) of code that scrolls sideways
 
@@ -79,7 +79,7 @@ return {
   resources: performance.getEntriesByType('resource').map(e => e.name),
   intro: (document.querySelector('article.bd-article') || document.body).innerText.slice(0, 2000),
   h2: Array.from(document.querySelectorAll('article.bd-article h2')).map(h => h.textContent.replace(/#$/, '').trim()),
-  pipes: Array.from(document.querySelectorAll('article.bd-article p')).map(p => p.textContent)
+  pipes: Array.from(document.querySelectorAll('article.bd-article p, article.bd-article .cell_output pre')).map(p => p.textContent)
          .filter(t => /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$/m.test(t)).map(t => t.slice(0, 120)),
   hash_links: Array.from(document.querySelectorAll('article.bd-article a[href]'))
               .filter(a => a.getAttribute('href') === '#').map(a => a.textContent.trim()),

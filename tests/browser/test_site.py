@@ -158,6 +158,8 @@ show_doc(pretokenize)</pre></div>
 | --- | --- |
 | 1 | 2 |</p>
 <a class="reference internal" href="#">count_pairs</a>
+<div class="cell_output"><pre>| printed | table |
+|---|---|</pre></div>
 <pre style="width: 200px">x = "a code line of ninety characters, which must fit in the column at 1400 px width" + "!"</pre>
 """
     html = html.replace('<article class="bd-article">', '<article class="bd-article">' + junk, 1)
@@ -187,7 +189,7 @@ def test_checker_reports_a_broken_site(site, driver, tmp_path):
     assert "What you will learn" in said["structure"] and f"{page}: has no section 'What comes next'" in said["structure"]
     assert "cdn.bpe-nb.invalid" in said["offline"]
     assert "found nothing" in said["search"]
-    assert f"{page}: a markdown table rendered as text" in said["tables"]
+    assert f"{page}: a markdown table rendered as text" in said["tables"] and "printed | table" in said["tables"]
     assert f"{page}: a cross-reference resolves to href" in said["xrefs"] and "count_pairs" in said["xrefs"]
     assert f"{page}: a code block with 91-character lines scrolls sideways" in said["layout"]
     if "02_incremental_trainer.html" in rep.pages:
