@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record',
-           'native_text', 'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2',
-           'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'tiktoken_encoding',
-           'import_tiktoken']
+__all__ = ['TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'ArtifactError', 'id_layout', 'corpus_record',
+           'training_record', 'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model',
+           'import_gpt2', 'export_gpt2', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken',
+           'tiktoken_encoding', 'import_tiktoken']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -204,18 +204,35 @@ def _fsync_dir(directory: Path):
     except OSError: pass
     finally: os.close(fd)
 
+
+# %% ../nbs/05_artifacts.ipynb #68778c5f
+TEMP_NAME = regex.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.(?P<random>[0-9a-f]{8})\.tmp")
+"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 characters)."
+
+def open_temp(target,  # the file that the temporary file will replace (it is created beside it)
+              mode: int = 0o666  # permission bits of the new file (minus the umask)
+             ) -> tuple[int, Path]:
+    "Create a new, unique `.TARGET.PID.RANDOM.tmp` beside `target` with `O_CREAT|O_EXCL`; return `(fd, path)`."
+    target = Path(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):  # a clash of 32 random bits is rare; 100 in a row means something else is wrong
+        tmp = target.with_name(f".{target.name[:200]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try: return os.open(tmp, flags, mode), tmp
+        except FileExistsError: continue
+    raise FileExistsError(f"could not create a unique temporary file beside {target}")
+
+
 # %% ../nbs/05_artifacts.ipynb #325a9451
 def atomic_write(path,  # the file to create or replace
                  data: bytes  # its complete new contents
                 ) -> Path:
-    "Replace `path` by `data` atomically: a temporary file in the same directory, fsync, `os.replace`."
+    "Replace `path` by `data` atomically: a unique temporary file beside it (`open_temp`), fsync, `os.replace`."
     path = Path(path)
     if not isinstance(data, bytes): raise TypeError(f"data must be bytes, got {type(data).__name__}")
     directory = path.parent
     if not directory.is_dir(): raise FileNotFoundError(f"directory {str(directory)!r} does not exist (writing {path})")
     if path.is_dir(): raise IsADirectoryError(f"{path} is a directory")
-    tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    fd, tmp = open_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -228,6 +245,7 @@ def atomic_write(path,  # the file to create or replace
         raise
     _fsync_dir(directory)
     return path
+
 
 # %% ../nbs/05_artifacts.ipynb #ca3ffe2d
 def save(obj,  # a `BPEModel` or a `Tokenizer`
