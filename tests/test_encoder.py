@@ -801,8 +801,13 @@ def test_encode_ordinary_equals_tiktoken(fim, fim_reference, text):
 def test_encode_batch_equals_tiktoken(fim, fim_reference, monkeypatch, kw, parallel):
     docs = BUNDLED.read_text(encoding="utf-8")[:200_000].split(EOT)
     docs = [d + (FIM if i % 3 == 0 else "") + (EOT if i % 5 == 0 else "") for i, d in enumerate(docs)] + ["", FIM]
-    if parallel: monkeypatch.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
+    if parallel:
+        monkeypatch.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
+        monkeypatch.setattr(encoder, "_BATCH_MIN_WORKERS", 2)
+        real_pool, used = encoder._pool, []
+        monkeypatch.setattr(encoder, "_pool", lambda *a: used.append(a[1]) or real_pool(*a))
     got = fim.encode_batch(docs, workers=2, **kw)
+    if parallel: assert used == [2]
     expected = fim_reference.encode_batch(docs, **(kw or dict(allowed_special="all")))
     assert got == expected
     assert fim.encode_batch(iter(docs), num_threads=2, **kw) == expected
