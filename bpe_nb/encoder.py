@@ -292,7 +292,7 @@ def encode(self: Tokenizer, text: str,  # the text to encode
            *, allowed_special: str | Iterable[str] | None = None,  # "all" or a set: special tokens to honour (tiktoken's rule)
            disallowed_special: str | Iterable[str] | None = None  # "all" or a set: special tokens that raise if present
           ) -> list[int]:
-    "Encode `text`: split on special tokens (longest first), pre-tokenize, replay merges by priority."
+    "Encode `text`: split off special tokens (by default every registered one, unlike tiktoken), then replay merges by priority."
     if not isinstance(text, str): raise TypeError(f"encode expects a str, got {type(text).__name__}")
     rx, bad = self._special_rx, None  # our default: every registered special token is special
     if allowed_special is not None or disallowed_special is not None:  # tiktoken's rules (see below)
