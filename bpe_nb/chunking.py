@@ -9,17 +9,18 @@ import os
 import re
 import threading
 import warnings
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from itertools import islice
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from itertools import chain, islice
 from math import ceil
 from time import perf_counter
 from typing import BinaryIO, Iterator, NamedTuple
 
 # %% auto #0
 __all__ = ['find_chunk_boundaries', 'Piece', 'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning',
-           'count_pretokens_file', 'train_bpe']
+           'count_pretokens_file', 'train_bpe', 'train_from_iterator']
 
 # %% ../nbs/03_parallel_chunking.ipynb #7a590c52
 from tqdm import tqdm
@@ -176,18 +177,22 @@ class _Tally:
 
     def flush(self):
         "Pre-tokenize the distinct parts seen so far into `tokens`."
-        findall, tokens = self.rx.findall, self.tokens
-        for part, n in self.heads.items():
+        findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
+        while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
+            part, n = heads.popitem()
             for t in findall(part): tokens[t] += n
-        for part, n in self.tails.items():
+        while tails:
+            part, n = tails.popitem()
             for t in findall(" " + part): tokens[t] += n
-        self.heads.clear(); self.tails.clear()
 
     def result(self) -> Counter[bytes]:
         "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
         self.flush()
-        self.tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
-        return Counter({t.encode("utf-8"): n for t, n in self.tokens.items()})
+        tokens, out = self.tokens, Counter()
+        tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
+        while tokens:  # emptied as it goes, so the two tables are not both full at once
+            t, n = tokens.popitem(); out[t.encode("utf-8")] = n
+        return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
 _ERRORS = ("strict", "replace")
@@ -363,10 +368,9 @@ class _BackgroundSHA256(threading.Thread):
         "Stop early (the run failed) and wait for the thread."
         self._halt.set(); self.join()
 
-# %% ../nbs/03_parallel_chunking.ipynb #0153956e
-def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
-                desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
-    "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
+# %% ../nbs/03_parallel_chunking.ipynb #dd9f0936
+def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size) -> tuple[str, ...]:
+    "Check the arguments of a count before any work starts; return the special tokens as a tuple."
     specials = _check_special_tokens(special_tokens)
     if workers is not None: _check_int("workers", workers)
     if executor is not None and not isinstance(executor, Executor):
@@ -374,54 +378,116 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
     _check_errors(errors, specials)
     check_pattern(pattern)  # a str that compiles and covers text: refused before any work otherwise
     _check_int("piece_size", piece_size); _check_int("min_chunk_size", min_chunk_size)
-    path = os.path.abspath(os.fspath(path))
-    started = perf_counter()
+    return specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #d5a58924
+def _fold_completed(pool: Executor,  # where the tasks run
+                    tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
+                    fold: Callable[[int, object], None],  # called with (task index, result) as each completes
+                    window: int):  # tasks in flight at most
+    "Run the tasks on `pool`, at most `window` at a time, folding each result as it completes; raise the first failure."
+    tasks, pending, failed, n = iter(tasks), {}, {}, 0  # pending: future -> task index
+    try:
+        while True:
+            while len(pending) < window and not failed and (task := next(tasks, None)) is not None:
+                pending[pool.submit(*task)] = n; n += 1
+            if not pending: break
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=pending.__getitem__):
+                i = pending.pop(fut)
+                if fut.cancelled(): continue
+                if fut.exception() is not None:
+                    failed[i] = fut.exception()
+                    for later, j in pending.items():
+                        if j > i: later.cancel()
+                elif not failed or i < min(failed): fold(i, fut.result())
+            done = fut = None  # drop the last references: a folded result can be freed now
+    finally:
+        for fut in pending: fut.cancel()
+    if failed: raise failed[min(failed)]
+
+# %% ../nbs/03_parallel_chunking.ipynb #6baa48e5
+def _pack(counts: Counter[bytes]) -> tuple[bytes, array, array]:
+    "A counter as three flat objects (pre-tokens joined, their lengths, their counts): cheap to send and to hold."
+    return b"".join(counts), array("I", map(len, counts)), array("Q", counts.values())
+
+def _unpack(packed: tuple[bytes, array, array]) -> Iterator[tuple[bytes, int]]:
+    "The (pre-token, count) pairs of a packed counter, one at a time."
+    blob, lengths, counts = packed
+    pos = 0
+    for n, c in zip(lengths, counts):
+        yield blob[pos:pos + n], c
+        pos += n
+
+def _packed(fn: Callable, *args) -> tuple:
+    "Run `fn(*args)`, which returns `(counts, ...)`, and pack its counts: the task a worker runs."
+    counts, *rest = fn(*args)
+    return (_pack(counts), *rest)
+
+# %% ../nbs/03_parallel_chunking.ipynb #0f029df1
+class _Total:
+    "The running sum of per-range counts: each range's counts are added in as they complete, then dropped."
+    def __init__(self): self.counts, self.specials, self.bytes = Counter(), 0, 0
+
+    def add(self, result: tuple, n_bytes: int = 0):  # a range's (counts, specials seen), counts packed or not; its size
+        c, k = result
+        if isinstance(c, tuple):  # packed
+            total, get = self.counts, self.counts.get
+            for t, n in _unpack(c): total[t] = get(t, 0) + n
+        elif self.counts: self.counts.update(c)
+        else: self.counts = c  # the first range: no copy
+        self.specials += k; self.bytes += n_bytes
+
+    def sorted(self) -> Counter[bytes]:
+        "The counts, sorted by pre-token (the total is emptied)."
+        out, counts = Counter(), self.counts
+        for t in sorted(counts): out[t] = counts[t]
+        self.counts = Counter()
+        return out
+
+# %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6
+def _warn_if_missing(specials: tuple[str, ...], size: int, found: int, path: str, pattern: str, note: Callable):
+    "Say, under the progress bar and as a `MissingSpecialTokenWarning`, that a non-empty file holds no special token."
+    if not specials or not size or found: return
+    msg = (f"no special token ({', '.join(specials)}) occurs in {path}; it was counted as one document"
+           + (" and cut at safe spaces only" if pattern in PROVEN_PATTERNS else ", in one range"))
+    note("note: " + msg)
+    warnings.warn(msg, MissingSpecialTokenWarning, stacklevel=4)  # 4: the caller of count_pretokens_file / train_bpe
+
+# %% ../nbs/03_parallel_chunking.ipynb #46285b96
+def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
+                desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
+    "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
+    specials = _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size)
+    path, started = os.path.abspath(os.fspath(path)), perf_counter()
     w = workers or os.cpu_count() or 1
     ranges = file_ranges(path, w, specials, pattern, min_chunk_size)
     size = ranges[-1][1] if ranges else 0
     update, note, close = _count_reporter(progress, size, desc)
-    args = (specials, pattern, errors, piece_size)
-    total, n_special, n_procs = Counter(), 0, 1
+    args, total, n_procs = (specials, pattern, errors, piece_size), _Total(), 1
     hasher, background, digest = (hashlib.sha256() if sha256 else None), None, None
     try:
         if executor is None and (w == 1 or len(ranges) <= 1):
             for a, b in ranges:  # in order, so the hash sees the bytes in order: one read of the file
-                c, k = _count_range(path, a, b, *args, report=update, hasher=hasher)
-                total.update(c); n_special += k
+                total.add(_count_range(path, a, b, *args, report=update, hasher=hasher), b - a)
             if hasher is not None: digest = hasher.hexdigest()
         else:
             if sha256: background = _BackgroundSHA256(path, size)  # reads alongside the workers
             n_procs = min(w, len(ranges))
             pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
-            try:
-                futures = [pool.submit(_count_range, path, a, b, *args) for a, b in ranges]
-                index, failed = {fut: i for i, fut in enumerate(futures)}, {}
-                for fut in as_completed(futures):
-                    i = index[fut]
-                    if fut.cancelled(): continue
-                    exc = fut.exception()
-                    if exc is not None:
-                        failed[i] = exc
-                        for later in futures[i + 1:]: later.cancel()
-                    elif not failed or i < min(failed):
-                        c, k = fut.result()
-                        total.update(c); n_special += k
-                        update(ranges[i][1] - ranges[i][0])
-                if failed: raise failed[min(failed)]
+            def fold(i, result):
+                total.add(result, ranges[i][1] - ranges[i][0]); update(ranges[i][1] - ranges[i][0])
+            try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
             finally:
                 if executor is None: pool.shutdown(wait=True, cancel_futures=True)
             if background is not None: digest, background = background.result(), None
-        if specials and size and not n_special:
-            msg = (f"no special token ({', '.join(specials)}) occurs in {path}; it was counted as one document"
-                   + (" and cut at safe spaces only" if pattern in PROVEN_PATTERNS else ", in one range"))
-            note("note: " + msg)
-            warnings.warn(msg, MissingSpecialTokenWarning, stacklevel=3)  # 3: the caller of count_pretokens_file / train_bpe
+        _warn_if_missing(specials, size, total.specials, path, pattern, note)
     finally:
         if background is not None: background.cancel()
         close()
-    counts = Counter(dict(sorted(total.items())))
-    return counts, dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=n_special,
-                        sha256=digest, seconds=round(perf_counter() - started, 6))
+    n_special = total.specials
+    return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=n_special,
+                                sha256=digest, seconds=round(perf_counter() - started, 6))
 
 # %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb
 def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must be able to open this path)
@@ -446,7 +512,7 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
               workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
               trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-              tie_break: str = "bytes-greater",  # "bytes-greater" or "ids-smaller"
+              tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
               progress=True,  # True: tqdm bars for counting and merging; False: silent; a callable: gets both kinds of progress
               *,
               executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
@@ -466,4 +532,97 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
                       corpus_sha256=record["sha256"], pattern=pattern,
                       pretokens=sum(counts.values()), distinct_pretokens=len(counts),
                       special_tokens_found=record["special_tokens_found"])
+    return model
+
+# %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
+def _stream_chunks(documents: Iterable[str],  # the documents, in order
+                   separator: str,  # written between two documents ("" for none)
+                   cutter: _Cutter,  # where the joined bytes may be cut
+                   chunk_size: int,  # bytes gathered before looking for a cut
+                  ) -> Iterator[bytes]:
+    "The documents joined by `separator`, as UTF-8 chunks that each end at a safe cut."
+    buf, sep, scanned = bytearray(), separator.encode("utf-8"), 0  # no safe cut lies in buf[1:scanned]
+    for k, doc in enumerate(documents):
+        if not isinstance(doc, str):
+            raise TypeError(f"documents must be str, got {type(doc).__name__} (document {k})")
+        try: data = doc.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"document {k} has a lone surrogate U+{ord(doc[e.start]):04X} at index {e.start}; "
+                             "it cannot be encoded as UTF-8") from None
+        if k: buf += sep
+        buf += data
+        if len(buf) < chunk_size: continue
+        hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on
+        cut = cutter.last(buf, hi, lo=scanned)
+        if cut <= 0: scanned = max(scanned, hi); continue
+        yield bytes(buf[:cut])
+        del buf[:cut]
+        scanned = hi - cut  # `cut` was the last safe cut before `hi`
+    if buf: yield bytes(buf)
+
+# %% ../nbs/03_parallel_chunking.ipynb #79276d8b
+def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
+                 special_tokens: tuple[str, ...],  # document separators: split on, never counted
+                 pattern: str,  # the pre-tokenizer regex
+                 offset: int = 0,  # where `data` starts in the stream, in bytes (for error messages)
+                ) -> tuple[Counter[bytes], int]:
+    "Count the pre-tokens of one chunk of a document stream; also return the special tokens seen."
+    tally = _Tally(special_tokens, pattern, source="the joined documents")
+    tally.add(data.decode("utf-8"), offset)
+    return tally.result(), tally.specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #84b996d0
+def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: str, workers: int | None,
+                  executor: Executor | None, chunk_size: int, update: Callable[[int], None]) -> tuple[_Total, dict]:
+    "Count the pre-tokens of the documents joined by the first special token; also return a record of the stream."
+    stream, n_docs, hasher, offsets = iter(documents), 0, hashlib.sha256(), [0]
+    def docs():
+        nonlocal n_docs
+        for d in stream: n_docs += 1; yield d
+    def tasks():
+        for data in _stream_chunks(docs(), specials[0] if specials else "", _Cutter(specials, pattern), chunk_size):
+            hasher.update(data); offsets.append(offsets[-1] + len(data))
+            yield _packed, _count_chunk, data, specials, pattern, offsets[-2]
+    total, w, todo = _Total(), workers or os.cpu_count() or 1, tasks()
+    first = list(islice(todo, 2))  # one chunk only (a small corpus): not worth starting processes
+    if executor is None and (w == 1 or len(first) < 2):
+        for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
+            total.add(fn(data, *args), len(data)); update(len(data))
+    else:
+        pool = executor if executor is not None else ProcessPoolExecutor(max_workers=w)
+        def fold(i, result):
+            n = offsets[i + 1] - offsets[i]
+            total.add(result, n); update(n)
+        try: _fold_completed(pool, chain(first, todo), fold, 2 * w)
+        finally:
+            if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+    return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
+
+# %% ../nbs/03_parallel_chunking.ipynb #966ab16a
+def train_from_iterator(iterable: Iterable[str],  # the documents: a list, a generator, a dataset's text column...
+                        vocab_size: int,  # total size: 256 bytes + merges + special tokens
+                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first one joins the documents
+                        *,
+                        pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+                        tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
+                        workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
+                        executor: Executor | None = None,  # counts on this executor instead of a process pool
+                        trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
+                        progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
+                        chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
+                       ) -> BPEModel:
+    "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
+    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
+        raise TypeError(f"iterable must be an iterable of str documents, not {type(iterable).__name__}")
+    progress = False if progress is None else progress
+    update, _, close = _count_reporter(progress, None, "counting pre-tokens")
+    try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
+    finally: close()
+    counts = total.sorted()
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
+                      special_tokens_found=total.specials, **record)
     return model
