@@ -31,6 +31,9 @@ from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _not_co
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
 
+# %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
+from fastcore.basics import patch
+
 # %% ../nbs/03_parallel_chunking.ipynb #58707949
 def _check_int(name: str, value, least: int = 1):
     "Raise `TypeError` unless `value` is an int, `ValueError` if it is below `least`; the message names both."
@@ -38,7 +41,7 @@ def _check_int(name: str, value, least: int = 1):
         raise TypeError(f"{name} must be an int, got {value!r}")
     if value < least: raise ValueError(f"{name} must be >= {least}, got {value}")
 
-# %% ../nbs/03_parallel_chunking.ipynb #fb590e2b
+# %% ../nbs/03_parallel_chunking.ipynb #82f23d6a
 class _Cutter:
     "Where a byte buffer may be cut without changing its pre-token counts: at special tokens, and (when proven) spaces."
     def __init__(self, special_tokens: Sequence[str | bytes],  # str tokens are encoded as UTF-8
@@ -48,35 +51,42 @@ class _Cutter:
         self.spaces = pattern in PROVEN_PATTERNS  # the space rule is proven for these patterns only
         self.context = max([len(t) for t in self.tokens] + [1])  # bytes needed on each side of a cut to judge it
 
-    def straddled(self, buf: bytes, p: int) -> bool:
-        "True if an occurrence of a special token starts before `p` and ends after it."
-        for t in self.tokens:
-            if len(t) > 1:
-                k = buf.find(t, max(0, p - len(t) + 1), p + len(t) - 1)
-                if k != -1 and k < p: return True
-        return False
+# %% ../nbs/03_parallel_chunking.ipynb #3511244f
+@patch
+def straddled(self: _Cutter, buf: bytes, p: int) -> bool:
+    "True if an occurrence of a special token starts before `p` and ends after it."
+    for t in self.tokens:
+        if len(t) > 1:
+            k = buf.find(t, max(0, p - len(t) + 1), p + len(t) - 1)
+            if k != -1 and k < p: return True
+    return False
 
-    def _candidates(self, buf: bytes, lo: int, hi: int, reverse: bool):
-        "For each kind of cut, the first (or last) safe one in [lo, hi), or -1."
-        found = []
-        kinds = [(t, False) for t in self.tokens] + ([(b" ", True)] if self.spaces else [])
-        for needle, is_space in kinds:
-            j = buf.rfind(needle, lo, hi + len(needle) - 1) if reverse else buf.find(needle, lo, hi + len(needle) - 1)
-            while j != -1 and lo <= j < hi:
-                if (not is_space or (j > 0 and 0x21 <= buf[j - 1] <= 0x7E)) and not self.straddled(buf, j):
-                    found.append(j); break
-                j = buf.rfind(needle, lo, j + len(needle) - 1) if reverse else buf.find(needle, j + 1, hi + len(needle) - 1)
-        return found
+# %% ../nbs/03_parallel_chunking.ipynb #2f6d07e8
+@patch
+def _candidates(self: _Cutter, buf: bytes, lo: int, hi: int, reverse: bool):
+    "For each kind of cut, the first (or last) safe one in [lo, hi), or -1."
+    found = []
+    kinds = [(t, False) for t in self.tokens] + ([(b" ", True)] if self.spaces else [])
+    for needle, is_space in kinds:
+        j = buf.rfind(needle, lo, hi + len(needle) - 1) if reverse else buf.find(needle, lo, hi + len(needle) - 1)
+        while j != -1 and lo <= j < hi:
+            if (not is_space or (j > 0 and 0x21 <= buf[j - 1] <= 0x7E)) and not self.straddled(buf, j):
+                found.append(j); break
+            j = buf.rfind(needle, lo, j + len(needle) - 1) if reverse else buf.find(needle, j + 1, hi + len(needle) - 1)
+    return found
 
-    def first(self, buf: bytes, lo: int, hi: int) -> int:
-        "The smallest safe cut `p` with `lo <= p < hi`, or -1."
-        found = self._candidates(buf, lo, hi, reverse=False)
-        return min(found) if found else -1
+# %% ../nbs/03_parallel_chunking.ipynb #5d539b07
+@patch
+def first(self: _Cutter, buf: bytes, lo: int, hi: int) -> int:
+    "The smallest safe cut `p` with `lo <= p < hi`, or -1."
+    found = self._candidates(buf, lo, hi, reverse=False)
+    return min(found) if found else -1
 
-    def last(self, buf: bytes, hi: int, lo: int = 1) -> int:
-        "The largest safe cut `p` with `max(lo, 1) <= p < hi`, or -1 (only `buf[lo - context:]` is read)."
-        found = self._candidates(buf, max(lo, 1), hi, reverse=True)
-        return max(found) if found else -1
+@patch
+def last(self: _Cutter, buf: bytes, hi: int, lo: int = 1) -> int:
+    "The largest safe cut `p` with `max(lo, 1) <= p < hi`, or -1 (only `buf[lo - context:]` is read)."
+    found = self._candidates(buf, max(lo, 1), hi, reverse=True)
+    return max(found) if found else -1
 
 # %% ../nbs/03_parallel_chunking.ipynb #26caa5fb
 _SNAP_WINDOW = 1 << 16  # bytes read per look-ahead step when snapping a guess
@@ -141,7 +151,7 @@ def _split_safe(seg: str) -> list[str]:
     ps[0] = carry + " " + ps[0]
     return parts + ps
 
-# %% ../nbs/03_parallel_chunking.ipynb #6be9f1d9
+# %% ../nbs/03_parallel_chunking.ipynb #39483ca4
 class _Tally:
     "Pre-token counts of many text pieces: distinct space-separated parts first, each part pre-tokenized once."
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
@@ -151,48 +161,58 @@ class _Tally:
         self.heads, self.tails, self.tokens = Counter(), Counter(), Counter()  # str -> count
         self.specials = 0  # special tokens seen
 
-    def add(self, text: str, offset: int = 0):  # offset: where `text` starts in the source, in bytes
-        "Count the pre-tokens of `text` (special tokens split it and are not counted)."
-        segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
-        self.specials += len(segs) // 2
-        if not self.fast:
-            pos = 0
-            for k, seg in enumerate(segs):
-                if not k & 1:
-                    found = self.rx.findall(seg)
-                    i = _uncovered(seg, found, self.rx)
-                    if i >= 0:
-                        at = offset + len(text[:pos + i].encode("utf-8"))
-                        raise _not_covered(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
-                    self.tokens.update(found)
-                pos += len(seg)
-            return
-        heads, tails = self.heads, self.tails
-        for seg in islice(segs, 0, None, 2):
-            if not seg: continue
-            parts = _split_safe(seg)
-            heads[parts[0]] += 1  # the first part has no space before it
-            tails.update(islice(parts, 1, None))  # every other part had one
-        if len(tails) > self.max_parts: self.flush()
+# %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
+@patch
+def add(self: _Tally, text: str, offset: int = 0):  # offset: where `text` starts in the source, in bytes
+    "Count the pre-tokens of `text` (special tokens split it and are not counted)."
+    segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
+    self.specials += len(segs) // 2
+    if not self.fast: return self._add_checked(text, segs, offset)
+    heads, tails = self.heads, self.tails
+    for seg in islice(segs, 0, None, 2):
+        if not seg: continue
+        parts = _split_safe(seg)
+        heads[parts[0]] += 1  # the first part has no space before it
+        tails.update(islice(parts, 1, None))  # every other part had one
+    if len(tails) > self.max_parts: self.flush()
 
-    def flush(self):
-        "Pre-tokenize the distinct parts seen so far into `tokens`."
-        findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
-        while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
-            part, n = heads.popitem()
-            for t in findall(part): tokens[t] += n
-        while tails:
-            part, n = tails.popitem()
-            for t in findall(" " + part): tokens[t] += n
+# %% ../nbs/03_parallel_chunking.ipynb #e1602e24
+@patch
+def _add_checked(self: _Tally, text: str, segs: list[str], offset: int):
+    "Count each text segment with the regex, whole, checking that the matches cover it."
+    pos = 0
+    for k, seg in enumerate(segs):
+        if not k & 1:
+            found = self.rx.findall(seg)
+            i = _uncovered(seg, found, self.rx)
+            if i >= 0:
+                at = offset + len(text[:pos + i].encode("utf-8"))
+                raise _not_covered(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
+            self.tokens.update(found)
+        pos += len(seg)
 
-    def result(self) -> Counter[bytes]:
-        "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
-        self.flush()
-        tokens, out = self.tokens, Counter()
-        tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
-        while tokens:  # emptied as it goes, so the two tables are not both full at once
-            t, n = tokens.popitem(); out[t.encode("utf-8")] = n
-        return out
+# %% ../nbs/03_parallel_chunking.ipynb #0ba261e7
+@patch
+def flush(self: _Tally):
+    "Pre-tokenize the distinct parts seen so far into `tokens`."
+    findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
+    while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
+        part, n = heads.popitem()
+        for t in findall(part): tokens[t] += n
+    while tails:
+        part, n = tails.popitem()
+        for t in findall(" " + part): tokens[t] += n
+
+# %% ../nbs/03_parallel_chunking.ipynb #5da19496
+@patch
+def result(self: _Tally) -> Counter[bytes]:
+    "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
+    self.flush()
+    tokens, out = self.tokens, Counter()
+    tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
+    while tokens:  # emptied as it goes, so the two tables are not both full at once
+        t, n = tokens.popitem(); out[t.encode("utf-8")] = n
+    return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
 _ERRORS = ("strict", "replace")
