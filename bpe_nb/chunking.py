@@ -131,6 +131,15 @@ def find_chunk_boundaries(file: BinaryIO | str | os.PathLike,  # a binary file o
     size = file.seek(0, os.SEEK_END)
     return _snap_bounds(file, size, desired_num_chunks, _Cutter([split_special_token]), window)
 
+# %% ../nbs/03_parallel_chunking.ipynb #2f3f4ac6
+def _last_safe_space(text: str,  # the text seen so far
+                     end: int | None = None,  # look only before this index (default: the whole text)
+                    ) -> int:
+    "The largest `p` with `text[p] == ' '` after a character that is not whitespace, or -1: a safe cut for every proven pattern."
+    p = text.rfind(" ", 1, len(text) if end is None else end)
+    while p > 0 and text[p - 1].isspace(): p = text.rfind(" ", 1, p)
+    return p
+
 # %% ../nbs/03_parallel_chunking.ipynb #444b71d4
 _WS_SPACE = re.compile(r"\s ")  # a quick test: does any space follow whitespace?
 _SPACE_AFTER_WS = re.compile(r"\s( +)")  # spaces that follow whitespace: not safe cuts
@@ -474,7 +483,26 @@ def _warn_if_missing(specials: tuple[str, ...], size: int, found: int, path: str
     note("note: " + msg)
     warnings.warn(msg, MissingSpecialTokenWarning, stacklevel=4)  # 4: the caller of count_pretokens_file / train_bpe
 
-# %% ../nbs/03_parallel_chunking.ipynb #46285b96
+# %% ../nbs/03_parallel_chunking.ipynb #e3b63f32
+def _count_here(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable, hasher) -> str | None:
+    "Count the ranges in this process, in order; return the hex digest of `hasher` (None without one)."
+    for a, b in ranges:
+        total.add(_count_range(path, a, b, *args, report=update, hasher=hasher), b - a)
+    return hasher.hexdigest() if hasher is not None else None
+
+# %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
+def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
+                   n_procs: int, executor: Executor | None):
+    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
+    pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
+    def fold(i, result):
+        n = ranges[i][1] - ranges[i][0]
+        total.add(result, n); update(n)
+    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
+    finally:
+        if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+
+# %% ../nbs/03_parallel_chunking.ipynb #19b9ba14
 def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
                 desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
     "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
@@ -484,29 +512,20 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
     ranges = file_ranges(path, w, specials, pattern, min_chunk_size)
     size = ranges[-1][1] if ranges else 0
     update, note, close = _count_reporter(progress, size, desc)
-    args, total, n_procs = (specials, pattern, errors, piece_size), _Total(), 1
-    hasher, background, digest = (hashlib.sha256() if sha256 else None), None, None
+    args, total, n_procs, digest, background = (specials, pattern, errors, piece_size), _Total(), 1, None, None
     try:
         if executor is None and (w == 1 or len(ranges) <= 1):
-            for a, b in ranges:  # in order, so the hash sees the bytes in order: one read of the file
-                total.add(_count_range(path, a, b, *args, report=update, hasher=hasher), b - a)
-            if hasher is not None: digest = hasher.hexdigest()
+            digest = _count_here(path, ranges, args, total, update, hashlib.sha256() if sha256 else None)
         else:
             if sha256: background = _BackgroundSHA256(path, size)  # reads alongside the workers
             n_procs = min(w, len(ranges))
-            pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
-            def fold(i, result):
-                total.add(result, ranges[i][1] - ranges[i][0]); update(ranges[i][1] - ranges[i][0])
-            try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
-            finally:
-                if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+            _count_on_pool(path, ranges, args, total, update, n_procs, executor)
             if background is not None: digest, background = background.result(), None
         _warn_if_missing(specials, size, total.specials, path, pattern, note)
     finally:
         if background is not None: background.cancel()
         close()
-    n_special = total.specials
-    return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=n_special,
+    return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
                                 sha256=digest, seconds=round(perf_counter() - started, 6))
 
 # %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb

@@ -680,3 +680,15 @@ def test_every_tie_rule_of_the_trainers_is_accepted(tinystories_sample, sample_t
     a = train_bpe(tinystories_sample, 300, workers=1, tie_break=tie_break, progress=False)
     b = train_from_iterator(sample_text.split(EOT), 300, workers=1, tie_break=tie_break)
     assert a.merges == b.merges and a.info["tie_break"] == tie_break
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_st, text_st, st.sampled_from(BUILTIN))
+def test_the_last_safe_space_of_a_str_leaves_final_pre_tokens_before_it(head, tail, pattern):
+    # What a stream of str needs: the pre-tokens before the cut do not depend on any text that follows.
+    p = chunking._last_safe_space(head)
+    if p < 0: return
+    assert head[p] == " " and not regex.match(r"\s", head[p - 1])
+    before = pretokenize(head[:p], pattern)
+    assert pretokenize(head + tail, pattern)[:len(before)] == before
+    assert pretokenize(head[:p], pattern) + pretokenize(head[p:] + tail, pattern) == pretokenize(head + tail, pattern)
