@@ -692,3 +692,13 @@ def test_the_last_safe_space_of_a_str_leaves_final_pre_tokens_before_it(head, ta
     before = pretokenize(head[:p], pattern)
     assert pretokenize(head + tail, pattern)[:len(before)] == before
     assert pretokenize(head[:p], pattern) + pretokenize(head[p:] + tail, pattern) == pretokenize(head + tail, pattern)
+
+
+def test_the_last_safe_space_holds_back_what_o200k_may_still_change():
+    # " 中HELLO" + "world" is one o200k pre-token: cutting between " 中" and "HELLO" (both already pre-tokens of the
+    # text so far) would change it; the last safe space keeps the whole word back.
+    head = "x 中HELLO"
+    assert pretokenize(head, O200K_PATTERN)[1:] == [" 中".encode(), b"HELLO"]
+    assert pretokenize(head + "world", O200K_PATTERN)[1:] == [" 中HELLOworld".encode()]
+    assert chunking._last_safe_space(head) == 1
+    assert chunking._last_safe_space("it'l") == -1 and chunking._last_safe_space("so it'l") == 2
