@@ -640,7 +640,7 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
 # %% ../nbs/03_parallel_chunking.ipynb #966ab16a
 def train_from_iterator(iterable: Iterable[str],  # the documents: a list, a generator, a dataset's text column...
                         vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first one joins the documents
+                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
                         *,
                         pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
                         tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
