@@ -615,9 +615,10 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
                   executor: Executor | None, chunk_size: int, update: Callable[[int], None]) -> tuple[_Total, dict]:
     "Count the pre-tokens of the documents joined by the first special token; also return a record of the stream."
     stream, n_docs, hasher, offsets = iter(documents), 0, hashlib.sha256(), [0]
-    def docs():
+    def docs():  # a list or tuple of str is a batch of documents, as HF tokenizers' train_from_iterator takes them
         nonlocal n_docs
-        for d in stream: n_docs += 1; yield d
+        for d in stream:
+            for doc in (d if isinstance(d, (list, tuple)) else (d,)): n_docs += 1; yield doc
     def tasks():
         for data in _stream_chunks(docs(), specials[0] if specials else "", _Cutter(specials, pattern), chunk_size):
             hasher.update(data); offsets.append(offsets[-1] + len(data))
@@ -638,7 +639,7 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
     return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
 
 # %% ../nbs/03_parallel_chunking.ipynb #966ab16a
-def train_from_iterator(iterable: Iterable[str],  # the documents: a list, a generator, a dataset's text column...
+def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
                         vocab_size: int,  # total size: 256 bytes + merges + special tokens
                         special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
                         *,

@@ -702,3 +702,15 @@ def test_the_last_safe_space_holds_back_what_o200k_may_still_change():
     assert pretokenize(head + "world", O200K_PATTERN)[1:] == [" 中HELLOworld".encode()]
     assert chunking._last_safe_space(head) == 1
     assert chunking._last_safe_space("it'l") == -1 and chunking._last_safe_space("so it'l") == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(text_st, max_size=4), max_size=5), st.integers(1, 30))
+def test_train_from_iterator_takes_batches_like_hf(batches, chunk_size):
+    flat = [d for b in batches for d in b]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        a = train_from_iterator(batches, 300, [EOT], workers=1, chunk_size=chunk_size)
+        b = train_from_iterator(iter(flat), 300, [EOT], workers=3, executor=InlineExecutor(), chunk_size=chunk_size)
+    assert _fingerprint(a) == _fingerprint(b) and a.info["documents"] == len(flat)
+    with pytest.raises(TypeError, match="document 1"): train_from_iterator([["ok", 3]], 300, workers=1)
