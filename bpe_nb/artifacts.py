@@ -20,9 +20,9 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['MAX_ID', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES',
            'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record', 'native_text', 'open_temp',
-           'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2', 'hf_document',
-           'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'read_ranks', 'tiktoken_encoding',
-           'import_tiktoken', 'get_encoding']
+           'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2', 'hf_spelling',
+           'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'read_ranks',
+           'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -538,6 +538,23 @@ def export_gpt2(obj,  # a `BPEModel` or a `Tokenizer`
     return (atomic_write(out_dir / "vocab.json", json.dumps(_printable_vocab(vocab)).encode("utf-8")),
             atomic_write(out_dir / "merges.txt", ("#version: 0.2\n" + lines).encode("utf-8")))
 
+# %% ../nbs/05_artifacts.ipynb #824fb665
+def _hf_added_ids(model_size: int,  # the number of entries of the model's vocabulary
+                  n: int  # the number of added tokens that are not in it
+                 ) -> list[int]:
+    "The ids HF `tokenizers` gives added tokens that its model does not hold: the model's size, then one more each."
+    return list(range(model_size, model_size + n))
+
+
+# %% ../nbs/05_artifacts.ipynb #ed934369
+_POSSESSIVE_INTERVAL = regex.compile(r"(\\p\{\w+\}|\\[A-Za-z]|\[(?:\\.|[^\]\\])*\]|[^\\()\[\]{}|?*+])\{(\d+)(,\d*)?\}\+")
+
+def hf_spelling(pattern: str  # a pattern in `regex` syntax
+               ) -> str:
+    "`pattern` as HF `tokenizers` (Oniguruma) must read it: each possessive interval `X{n,m}+` as `(?>X{n,m})`."
+    return _POSSESSIVE_INTERVAL.sub(r"(?>\1{\2\3})", pattern)
+
+
 # %% ../nbs/05_artifacts.ipynb #2d0e1dcf
 def hf_document(obj  # a `BPEModel` or a `Tokenizer`
                ) -> dict:
@@ -551,13 +568,15 @@ def hf_document(obj  # a `BPEModel` or a `Tokenizer`
         if s in model_vocab:
             raise ValueError(f"special token {s!r} (id {i}) is also the printable form of vocabulary entry "
                              f"{model_vocab[s]}: HF tokenizers would give it id {model_vocab[s]}, so it cannot be exported")
+    if [i for _, i in specials_by_id] != _hf_added_ids(len(model_vocab), len(specials_by_id)):
+        model_vocab.update(specials_by_id)  # ids HF would not give them (gaps): HF takes an added token's id from the model
     return {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
                           "normalized": False, "special": True} for s, i in specials_by_id],
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "Split", "pattern": {"Regex": hf_spelling(pattern)}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
@@ -629,6 +648,10 @@ def _hf_model(model: dict, special_ids: set, bad) -> tuple[dict[int, bytes], lis
         except ValueError as e: raise bad(f"merge {k} {_short(m)} is not byte-level BPE: {e}") from None
     return vocab, merges
 
+def _from_hf_spelling(pattern: str) -> str:
+    "The known pattern whose `hf_spelling` is `pattern`, else `pattern` itself."
+    return next((p for p in sorted(TRUSTED_PATTERNS) if hf_spelling(p) == pattern), pattern)
+
 
 # %% ../nbs/05_artifacts.ipynb #a853a3e9
 def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
@@ -653,7 +676,7 @@ def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
         raise bad(f"post_processor {json.dumps(post)[:120]} is not supported (it may add tokens)")
     if dec is not None and not (isinstance(dec, dict) and dec.get("type") == "ByteLevel"):
         raise bad(f"decoder {json.dumps(dec)[:120]} is not supported (need ByteLevel)")
-    pattern = _hf_pattern(doc.get("pre_tokenizer"), bad)
+    pattern = _from_hf_spelling(_hf_pattern(doc.get("pre_tokenizer"), bad))
     _check_pattern_trust(pattern, path, trust_pattern)
     specials = _hf_specials(doc.get("added_tokens"), bad)
     vocab, merges = _hf_model(model, set(specials.values()), bad)
