@@ -18,11 +18,11 @@ from pathlib import Path
 
 
 # %% auto #0
-__all__ = ['MAX_ID', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES',
-           'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record', 'native_text', 'open_temp',
-           'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2', 'hf_spelling',
-           'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'read_ranks',
-           'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
+__all__ = ['MAX_ID', 'MAX_SPECIAL_TOKENS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS',
+           'MAX_RANKS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record',
+           'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2',
+           'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken',
+           'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -66,6 +66,8 @@ def _check_text(what: str, s: str):
 # %% ../nbs/05_artifacts.ipynb #006fbf11
 MAX_ID = 2**31 - 1
 "The largest token id a file may hold: ids fit a signed 32-bit integer (as in HF `tokenizers` and numpy `int32`)."
+MAX_SPECIAL_TOKENS = 10_000
+"The most special tokens a file may list (o200k_harmony has 1,088); building their matcher costs more per token."
 
 def _short(v, n: int = 80) -> str:
     "`repr(v)` cut to about `n` characters: a value read from a file can be huge."
@@ -78,6 +80,10 @@ def _check_id(i, what: str) -> int:
     if type(i) is not int or not 0 <= i <= MAX_ID:
         raise ValueError(f"{what} has id {_short(i)}: ids are integers in 0..{MAX_ID:,}")
     return i
+
+def _check_special_count(n: int, bad):
+    "Refuse more than `MAX_SPECIAL_TOKENS` special tokens from a file."
+    if n > MAX_SPECIAL_TOKENS: raise bad(f"lists {n:,} special tokens, more than the {MAX_SPECIAL_TOKENS:,} bpe_nb accepts from a file")
 
 
 # %% ../nbs/05_artifacts.ipynb #b81ce8d6
@@ -336,9 +342,13 @@ def _owner(doc: dict, i: int) -> str:
     return "another token"
 
 # %% ../nbs/05_artifacts.ipynb #0ab6d38f
+_MAX_EXTRA_PAIRS = 1 << 20  # the encoder stores a rank per (left id, right id): tokens held by several ids multiply them
+_MAX_TOKEN_BYTES = 1 << 26  # merges compose: 40 doublings would make one token of 2**40 bytes
+
 def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
     "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
-    out, seen = [], {}
+    out, seen, holders = [], {}, {}  # holders: bytes -> how many ids hold them (more than 1: duplicates)
+    extra = size = 0  # id pairs beyond one per merge; bytes of all merged tokens
     for k, m in enumerate(merges):
         if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
@@ -354,7 +364,14 @@ def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple
         pair = (a, b)
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
+        extra += holders.get(a, 1) * holders.get(b, 1) - 1
+        if extra > _MAX_EXTRA_PAIRS: raise bad(f"merge {k}: tokens held by several ids each would need more than "
+                                               f"{_MAX_EXTRA_PAIRS:,} extra id pairs in the encoder's table")
+        size += len(a) + len(b)
+        if size > _MAX_TOKEN_BYTES: raise bad(f"merge {k}: the merged tokens would hold more than {_MAX_TOKEN_BYTES:,} "
+                                              "bytes (merges compose: each can double a token)")
         vocab[i] = a + b
+        holders[a + b] = holders.get(a + b, 0) + 1
         out.append(pair)
     return out
 
@@ -402,6 +419,7 @@ def _native_parts(doc, path, trust_pattern: bool = False
     except (regex.error, RecursionError) as e: raise bad(f"the pattern {_short(pattern)} does not compile: {e}") from None
     try: check_pattern(pattern)
     except ValueError as e: raise bad(str(e)) from None
+    _check_special_count(len(specials), bad)
     if len(byte_ids) != 256: raise bad(f'"byte_ids" must list 256 ids, it has {len(byte_ids)}')
     n = 256 + len(merges) + len(specials)
     limit = n if version == 1 else MAX_ID + 1  # version 1: the ids are exactly 0..n-1; version 2: any distinct ids
@@ -505,6 +523,7 @@ def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form 
         made = {a + b for a, b in merges} | set(_BYTES)
         try: specials = {vocab[i].decode("utf-8"): i for i in sorted(vocab) if vocab[i] not in made}
         except UnicodeDecodeError as e: raise bad(f"a token that no merge makes is not UTF-8: {e}") from e
+        _check_special_count(len(specials), lambda problem: bad(f"it {problem} (the entries that no merge makes)"))
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)
         id_layout(tok)
@@ -615,6 +634,7 @@ def _hf_pattern(pre, bad) -> str:
 def _hf_specials(added, bad) -> dict[str, int]:
     "The special tokens of an HF `added_tokens` list, each checked."
     if added is not None and not isinstance(added, list): raise bad(f"added_tokens must be an array, got {_jtype(added)}")
+    _check_special_count(len(added or []), bad)
     specials: dict[str, int] = {}
     for t in added or []:
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
@@ -779,6 +799,7 @@ def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), 
 def _tiktoken_specials(specials, bad) -> dict[str, int]:
     "Check special tokens read from a file (str -> id in `0..MAX_ID`, no two overlapping) and return them."
     if not isinstance(specials, dict): raise bad(f"special_tokens must be an object, got {_jtype(specials)}")
+    _check_special_count(len(specials), bad)
     for s, i in specials.items():
         if not s: raise bad("a special token is the empty string")
         try: _check_id(i, f"special token {_short(s)}"); _check_text("special token", s)

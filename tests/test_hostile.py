@@ -221,6 +221,33 @@ def test_overlong_integers_are_artifact_errors(files):
     assert_refused(run_child("load_tiktoken", ranks.parent), ranks, "line 1")
 
 
+def test_merges_that_double_a_token_are_refused(files):
+    "Merges compose: 60 doublings of one byte in a tiny file would make a token of 2**60 bytes."
+    def doubling(d):
+        d["merges"] = [[97, 97, 256]] + [[255 + k, 255 + k, 256 + k] for k in range(1, 60)]
+        d["special_tokens"], d["training"] = {}, {}
+    native = _edit_json(files["native"], doubling)
+    assert_refused(run_child("load_native", native), native, "would hold more than")
+
+
+def test_duplicate_tokens_cannot_multiply_the_encoder_table(files):
+    "Many merges making the same bytes (a+bc, ab+c, ...) would multiply the (left id, right id) pairs of the encoder."
+    def dups(d):  # "a" * j made in every way: ("a" * i, "a" * (j - i)) for each i, so held by j - 1 ids
+        first, merges, nxt = {1: 97}, [], 256
+        for j in range(2, 201):
+            for i in range(1, j):
+                merges.append([first[i], first[j - i], nxt]); first.setdefault(j, nxt); nxt += 1
+        d["merges"], d["special_tokens"], d["training"] = merges, {}, {}
+    native = _edit_json(files["native"], dups)
+    assert_refused(run_child("load_native", native), native, "extra id pairs")
+
+
+def test_many_special_tokens_are_refused(files):
+    many = {f"<|s{k}|>": 300 + k for k in range(artifacts.MAX_SPECIAL_TOKENS + 1)}
+    native = _edit_json(files["native"], lambda d: d.update(version=2, special_tokens=many, training={}))
+    assert_refused(run_child("load_native", native), native, "special tokens, more than")
+
+
 def test_every_error_names_the_file_at_fault(files):
     merges = files["merges"]
     merges.write_bytes(merges.read_bytes() + b"\xff\xfe \xc3\n")
