@@ -143,7 +143,7 @@ TRAINING_FIELDS: dict[str, type] = {
     "corpus_bytes": int,  # its size in bytes
     "corpus_sha256": str,  # its SHA-256, hex
 }
-"The fields of the `training` record, with their types."
+"The fields of the `training` record, with their types.";
 
 # %% ../nbs/05_artifacts.ipynb #14117600
 def corpus_record(path  # the training corpus (a file)
@@ -852,6 +852,10 @@ def tiktoken_encoding(obj_or_dir,  # a `BPEModel`, a `Tokenizer`, or a directory
 
 
 # %% ../nbs/05_artifacts.ipynb #3e6d9d9d
+class _Inconsistent(Exception):
+    "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
+    def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
+
 def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
     "tiktoken's merging of `token`'s bytes with the ranks below `rank`: a list of pair ranks, min() each step, for short tokens."
     parts, get = list(map(_BYTES.__getitem__, token)), ranks.get
@@ -896,10 +900,6 @@ def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -
 
 # %% ../nbs/05_artifacts.ipynb #f96ed867
 _SPLIT_SCAN_MAX = 24  # tokens of at most this many bytes use `_split_scan`, longer ones `_split_heap`
-
-class _Inconsistent(Exception):
-    "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
-    def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
 
 def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: token bytes -> rank
                        bad  # problem -> the exception to raise
@@ -949,7 +949,7 @@ ENCODINGS: dict[str, dict] = {
                                        _FIM_SUFFIX: 100260, _ENDOFPROMPT: 100276}},
     "o200k_base": {"pattern": KNOWN_PATTERNS["o200k_base"], "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}},
 }
-"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`)."
+"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`).";
 
 
 # %% ../nbs/05_artifacts.ipynb #722b33c9
