@@ -18,11 +18,11 @@ from pathlib import Path
 
 
 # %% auto #0
-__all__ = ['MAX_ID', 'MAX_SPECIAL_TOKENS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS',
-           'MAX_RANKS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record',
-           'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2',
-           'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken',
-           'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
+__all__ = ['MAX_ID', 'MAX_SPECIAL_TOKENS', 'MAX_SPECIAL_CHARS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME',
+           'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record',
+           'training_record', 'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model',
+           'import_gpt2', 'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks',
+           'export_tiktoken', 'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -68,6 +68,8 @@ MAX_ID = 2**31 - 1
 "The largest token id a file may hold: ids fit a signed 32-bit integer (as in HF `tokenizers` and numpy `int32`)."
 MAX_SPECIAL_TOKENS = 10_000
 "The most special tokens a file may list (o200k_harmony has 1,088); building their matcher costs more per token."
+MAX_SPECIAL_CHARS = 100_000
+"The most characters all special tokens of a file may hold together: their matcher compiles in time linear in it."
 
 def _short(v, n: int = 80) -> str:
     "`repr(v)` cut to about `n` characters: a value read from a file can be huge."
@@ -81,9 +83,13 @@ def _check_id(i, what: str) -> int:
         raise ValueError(f"{what} has id {_short(i)}: ids are integers in 0..{MAX_ID:,}")
     return i
 
-def _check_special_count(n: int, bad):
-    "Refuse more than `MAX_SPECIAL_TOKENS` special tokens from a file."
+def _check_special_count(specials, bad):
+    "Refuse more than `MAX_SPECIAL_TOKENS` special tokens, or more than `MAX_SPECIAL_CHARS` characters in all, from a file."
+    n = len(specials)
     if n > MAX_SPECIAL_TOKENS: raise bad(f"lists {n:,} special tokens, more than the {MAX_SPECIAL_TOKENS:,} bpe_nb accepts from a file")
+    chars = sum(len(s) for s in specials if isinstance(s, str))
+    if chars > MAX_SPECIAL_CHARS:
+        raise bad(f"has special tokens of {chars:,} characters in all, more than the {MAX_SPECIAL_CHARS:,} bpe_nb accepts from a file")
 
 
 # %% ../nbs/05_artifacts.ipynb #b81ce8d6
@@ -419,7 +425,7 @@ def _native_parts(doc, path, trust_pattern: bool = False
     except (regex.error, RecursionError) as e: raise bad(f"the pattern {_short(pattern)} does not compile: {e}") from None
     try: check_pattern(pattern)
     except ValueError as e: raise bad(str(e)) from None
-    _check_special_count(len(specials), bad)
+    _check_special_count(specials, bad)
     if len(byte_ids) != 256: raise bad(f'"byte_ids" must list 256 ids, it has {len(byte_ids)}')
     n = 256 + len(merges) + len(specials)
     limit = n if version == 1 else MAX_ID + 1  # version 1: the ids are exactly 0..n-1; version 2: any distinct ids
@@ -523,7 +529,7 @@ def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form 
         made = {a + b for a, b in merges} | set(_BYTES)
         try: specials = {vocab[i].decode("utf-8"): i for i in sorted(vocab) if vocab[i] not in made}
         except UnicodeDecodeError as e: raise bad(f"a token that no merge makes is not UTF-8: {e}") from e
-        _check_special_count(len(specials), lambda problem: bad(f"it {problem} (the entries that no merge makes)"))
+        _check_special_count(specials, lambda problem: bad(f"it {problem} (the entries that no merge makes)"))
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)
         id_layout(tok)
@@ -634,7 +640,7 @@ def _hf_pattern(pre, bad) -> str:
 def _hf_specials(added, bad) -> dict[str, int]:
     "The special tokens of an HF `added_tokens` list, each checked."
     if added is not None and not isinstance(added, list): raise bad(f"added_tokens must be an array, got {_jtype(added)}")
-    _check_special_count(len(added or []), bad)
+    if len(added or []) > MAX_SPECIAL_TOKENS: _check_special_count(range(len(added)), bad)
     specials: dict[str, int] = {}
     for t in added or []:
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
@@ -645,6 +651,7 @@ def _hf_specials(added, bad) -> dict[str, int]:
             raise bad(f"added token {_short(t['content'])} must be special, without lstrip/rstrip/single_word")
         if t["content"] in specials: raise bad(f"added token {_short(t['content'])} is listed twice")
         specials[t["content"]] = t["id"]
+    _check_special_count(specials, bad)
     return specials
 
 def _hf_model(model: dict, special_ids: set, bad) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
@@ -799,7 +806,7 @@ def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), 
 def _tiktoken_specials(specials, bad) -> dict[str, int]:
     "Check special tokens read from a file (str -> id in `0..MAX_ID`, no two overlapping) and return them."
     if not isinstance(specials, dict): raise bad(f"special_tokens must be an object, got {_jtype(specials)}")
-    _check_special_count(len(specials), bad)
+    _check_special_count(specials, bad)
     for s, i in specials.items():
         if not s: raise bad("a special token is the empty string")
         try: _check_id(i, f"special token {_short(s)}"); _check_text("special token", s)

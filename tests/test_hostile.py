@@ -248,6 +248,15 @@ def test_many_special_tokens_are_refused(files):
     assert_refused(run_child("load_native", native), native, "special tokens, more than")
 
 
+def test_a_huge_special_token_is_refused(files):
+    "A special token of megabytes would take minutes to compile into the special-token matcher."
+    huge = "<|" + "x" * 5_000_000 + "|>"
+    native = _edit_json(files["native"], lambda d: d.update(version=2, special_tokens={huge: 10_000}, training={}))
+    assert_refused(run_child("load_native", native, timeout=10), native, "characters in all")
+    hf = _edit_json(files["hf"], lambda d: d["added_tokens"][0].update(content=huge))
+    assert_refused(run_child("load_hf", hf, timeout=10), hf, "characters in all")
+
+
 def test_every_error_names_the_file_at_fault(files):
     merges = files["merges"]
     merges.write_bytes(merges.read_bytes() + b"\xff\xfe \xc3\n")
