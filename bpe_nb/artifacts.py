@@ -353,8 +353,7 @@ _MAX_TOKEN_BYTES = 1 << 26  # merges compose: 40 doublings would make one token 
 
 def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
     "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
-    out, seen, holders = [], {}, {}  # holders: bytes -> how many ids hold them (more than 1: duplicates)
-    extra = size = 0  # id pairs beyond one per merge; bytes of all merged tokens
+    out, seen, made, size, get = [], {}, set(), 0, vocab.get  # made: the merged tokens; size: their bytes
     for k, m in enumerate(merges):
         if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
@@ -363,23 +362,30 @@ def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple
         if not (0 <= l < limit and 0 <= r < limit):
             raise bad(f"merge {k} {m!r} references unknown id {r if 0 <= l < limit else l} (ids are 0..{limit - 1})")
         if not 0 <= i < limit: raise bad(f"merge {k} {m!r}: its new id {i} is outside the ids 0..{limit - 1}")
-        a, b = vocab.get(l), vocab.get(r)
+        a, b = get(l), get(r)
         if a is None or b is None:
             raise bad(f"merge {k} {m!r} references id {l if a is None else r}, which is neither a byte nor an earlier merge")
         if i in vocab: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
         pair = (a, b)
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
-        extra += holders.get(a, 1) * holders.get(b, 1) - 1
-        if extra > _MAX_EXTRA_PAIRS: raise bad(f"merge {k}: tokens held by several ids each would need more than "
-                                               f"{_MAX_EXTRA_PAIRS:,} extra id pairs in the encoder's table")
-        size += len(a) + len(b)
+        vocab[i] = ab = a + b
+        made.add(ab)
+        size += len(ab)
         if size > _MAX_TOKEN_BYTES: raise bad(f"merge {k}: the merged tokens would hold more than {_MAX_TOKEN_BYTES:,} "
                                               "bytes (merges compose: each can double a token)")
-        vocab[i] = a + b
-        holders[a + b] = holders.get(a + b, 0) + 1
         out.append(pair)
+    if len(made) < len(out): _check_duplicates(out, bad)  # two merges make the same bytes
     return out
+
+def _check_duplicates(merges: list, bad):
+    "Refuse merges whose tokens, held by several ids each, would multiply the encoder's (left id, right id) pairs."
+    holders: dict[bytes, int] = {}
+    for a, b in merges: holders[a + b] = holders.get(a + b, 0) + 1
+    extra = sum(holders.get(a, 1) * holders.get(b, 1) - 1 for a, b in merges)
+    if extra > _MAX_EXTRA_PAIRS:
+        raise bad(f"tokens held by several ids each would need {extra:,} extra id pairs in the encoder's table "
+                  f"(at most {_MAX_EXTRA_PAIRS:,})")
 
 
 # %% ../nbs/05_artifacts.ipynb #af95ae1f
