@@ -353,7 +353,7 @@ _MAX_TOKEN_BYTES = 1 << 26  # merges compose: 40 doublings would make one token 
 
 def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
     "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
-    out, seen, made, size, get = [], {}, set(), 0, vocab.get  # made: the merged tokens; size: their bytes
+    out, seen, size, get = [], {}, 0, vocab.get  # size: the bytes of all merged tokens so far
     for k, m in enumerate(merges):
         if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
@@ -370,12 +370,11 @@ def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
         vocab[i] = ab = a + b
-        made.add(ab)
         size += len(ab)
         if size > _MAX_TOKEN_BYTES: raise bad(f"merge {k}: the merged tokens would hold more than {_MAX_TOKEN_BYTES:,} "
                                               "bytes (merges compose: each can double a token)")
         out.append(pair)
-    if len(made) < len(out): _check_duplicates(out, bad)  # two merges make the same bytes
+    if len(set(vocab.values())) < len(vocab): _check_duplicates(out, bad)  # two ids hold the same bytes
     return out
 
 def _check_duplicates(merges: list, bad):
