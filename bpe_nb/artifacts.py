@@ -172,7 +172,9 @@ def _check_training(record: Mapping) -> list[str]:
         if k in record and record[k] is not None:
             v = record[k]
             if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
-                problems.append(f"training field {k!r} must be {_TYPE_NAMES[typ]}, got {v!r}")
+                problems.append(f"training field {k!r} must be {_TYPE_NAMES[typ]}, got {_short(v)}")
+            elif typ is int and not 0 <= v < 10**20:
+                problems.append(f"training field {k!r} must be a count from 0 to 10**20, got {_short(v)}")
     sha = record.get("corpus_sha256")
     if isinstance(sha, str) and not regex.fullmatch(r"[0-9a-f]{64}", sha):
         problems.append(f"training field 'corpus_sha256' must be 64 lowercase hex digits, got {sha!r}")
