@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _check_utf8, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
-from .chunking import file_ranges, read_pieces
+from .chunking import _last_safe_space, file_ranges, read_pieces
 
 # %% ../nbs/04_encoder.ipynb #4f9946dc
 from fastcore.basics import patch
@@ -633,7 +633,6 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
 
 # %% ../nbs/04_encoder.ipynb #513ab541
 _STREAM_BLOCK = 1 << 16  # characters gathered from the iterable before each encoding step
-_LOOKAHEAD = 3  # characters a proven pattern may read past a pre-token outside whitespace runs
 
 def _encode_head(tok: Tokenizer, text: str,
                  specials: tuple | None = None  # (regex, length of the longest) of the special tokens to honour; None: all
@@ -650,19 +649,12 @@ def _encode_head(tok: Tokenizer, text: str,
             out.append(tok.special_tokens[m.group()])
             start = m.end()
         if start >= final: return out, start
-    if tok.pattern not in PROVEN_PATTERNS: return out, start  # the held-back rule is argued for these only
+    if tok.pattern not in PROVEN_PATTERNS: return out, start  # safe cuts are proven for these only
     seg = text[start:final]
-    find = tok._find_ascii if tok._find_ascii is not None and seg.isascii() else tok._find
-    pieces = find(seg)
-    # Walk back from the end: drop the last pre-token, then any that ends inside the trailing whitespace
-    # (str.isspace is a superset of the regex's \s, so this errs on the safe side) or too close to the end.
-    k, end = len(pieces) - 1, len(seg) - len(pieces[-1]) if pieces else 0
-    limit = min(len(seg.rstrip()), len(seg) - _LOOKAHEAD)
-    while k > 0 and end > limit:
-        k -= 1; end -= len(pieces[k])
-    if k > 0:
-        out.extend(chain.from_iterable(map(tok._cache.__getitem__, islice(pieces, k))))
-        start += end
+    cut = _last_safe_space(seg)  # chapter 03: the pre-tokens before it are final, whatever follows
+    if cut > 0:
+        tok._encode_ordinary(seg[:cut], out)
+        start += cut
     return out, start
 
 # %% ../nbs/04_encoder.ipynb #af97c79a

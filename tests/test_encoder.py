@@ -725,6 +725,88 @@ def test_encode_iterable_with_cl100k_and_o200k_streams_in_bounded_memory(gpt2_fi
     assert peak < 8 * 2**20, f"peak traced memory {peak / 2**20:.1f} MiB while streaming 4 MB"
 
 
+# ---------------------------------------------------------------- streaming cuts at chapter 03's safe spaces (16.7)
+def test_encode_iterable_o200k_case_rule_across_a_block_seam():
+    "o200k reads a whole run of letters before it decides: `' 中HELLO'` is two pre-tokens, `' 中HELLOworld'` one."
+    zh = "中".encode()
+    merges = [(zh[:1], zh[1:2]), (zh[:2], zh[2:3]), (zh, b"H")]
+    vocab = {i: bytes([i]) for i in range(256)}
+    for k, (a, b) in enumerate(merges): vocab[256 + k] = a + b
+    tok = Tokenizer(vocab, merges, {}, O200K_PATTERN)
+    head = "x" * (encoder._STREAM_BLOCK - 7) + " 中HELLO"
+    assert list(tok.encode_iterable([head, "world and more"])) == tok.encode(head + "world and more")
+    assert tok.encode(" 中HELLOworld")[:2] == [32, 258] and tok.encode(" 中HELLO")[:2] == [32, 257]
+
+
+# Characters that make the seams subtle: letters of every case after CJK, contractions, combining marks,
+# whitespace of all kinds (spaces after whitespace are no safe cut), digits and punctuation.
+SEAM_WORDS = [" 中HELLO", "world", "中", "日本", "HELLO", "World", "WORLD", "x", "A", "\u01c5", "\u02b0", "it'l", "l", "ll",
+              "'", "'LL", "'s", "\u2019re", "don't", "e\u0301", "\u0301", "\u00c9COLE", "na\u00efve", " ", " ", "  ", "\n",
+              "\r\n", "\t", "\u00a0", "\u3000", " \n ", "123", "4567", "!?", "/", "\U0001f44d"]
+SEAM_PATTERNS = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]
+
+
+@pytest.fixture(scope="module")
+def pair_tokenizers():
+    """Per pattern, tokenizers (with and without `<|endoftext|>`) with a merge for every ordered pair of the bytes
+    of `SEAM_WORDS`: wherever two pre-tokenizations differ, the ids almost surely differ too."""
+    alphabet = sorted({b for w in SEAM_WORDS + [EOT] for b in w.encode()})
+    pairs = [(bytes([a]), bytes([b])) for a in alphabet for b in alphabet]
+    random.Random(7).shuffle(pairs)
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges = []
+    for a, b in pairs:
+        if a + b not in merges: vocab[256 + len(merges)] = a + b; merges.append((a, b))
+    return {p: (Tokenizer(vocab, merges, pattern=p), Tokenizer(vocab, merges, [EOT], pattern=p)) for p in SEAM_PATTERNS}
+
+
+def _seam_text(rng, n, specials):
+    words = SEAM_WORDS + ([EOT, "<|endo", "ftext|>"] if specials else [])
+    return "".join(rng.choice(words) for _ in range(rng.randrange(1, n)))
+
+
+@pytest.mark.parametrize("pattern", SEAM_PATTERNS, ids=["gpt2", "r50k", "cl100k", "o200k"])
+def test_encode_iterable_random_splits_equal_encode_for_every_known_pattern(pair_tokenizers, pattern, monkeypatch):
+    rng = random.Random(SEAM_PATTERNS.index(pattern))
+    for trial in range(2000):
+        specials = trial % 2 == 1
+        tok = pair_tokenizers[pattern][specials]
+        text = _seam_text(rng, rng.choice([10, 30, 80]), specials)
+        cuts = sorted(rng.sample(range(len(text) + 1), rng.randrange(0, min(10, len(text) + 1))))
+        monkeypatch.setattr(encoder, "_STREAM_BLOCK", rng.randrange(1, 40))
+        assert list(tok.encode_iterable(_split(text, cuts))) == tok.encode(text), (text, cuts, encoder._STREAM_BLOCK)
+
+
+@pytest.mark.parametrize("pattern", SEAM_PATTERNS, ids=["gpt2", "r50k", "cl100k", "o200k"])
+def test_encode_iterable_long_letter_runs_after_cjk(pair_tokenizers, pattern, monkeypatch):
+    "A run of letters far longer than a block, split anywhere: the case rule's look-ahead is never cut short."
+    tok = pair_tokenizers[pattern][0]
+    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 8)
+    for run in ("HELLO" * 12, "HELLO" * 12 + "world", "e\u0301" * 30 + "X", "\u0301" * 30 + "x"):
+        for before in ("say 中", " 中", "中", "it'l"):
+            text = before + run + " and more"
+            whole = tok.encode(text)
+            for i in range(0, len(text) + 1, 3):
+                assert list(tok.encode_iterable([text[:i], text[i:]])) == whole, (text, i)
+            assert list(tok.encode_iterable(iter(text))) == whole  # one character at a time
+
+
+@pytest.mark.parametrize("pattern", SEAM_PATTERNS, ids=["gpt2", "r50k", "cl100k", "o200k"])
+def test_encode_head_cuts_at_the_last_safe_space_and_nowhere_else(pair_tokenizers, pattern):
+    "One rule: `_encode_head` cuts where chapter 03's `_last_safe_space` says, and the pre-tokens before it are final."
+    from bpe_nb.chunking import _last_safe_space
+    tok = pair_tokenizers[pattern][0]
+    rng = random.Random(11)
+    for trial in range(300):
+        text, more = _seam_text(rng, 25, False), _seam_text(rng, 8, False)
+        ids, cut = encoder._encode_head(tok, text)
+        assert cut == max(_last_safe_space(text), 0)
+        assert ids == tok.encode(text[:cut])
+        assert pretokenize(text[:cut], pattern) + pretokenize(text[cut:] + more, pattern) == pretokenize(text + more, pattern)
+    assert encoder._encode_head(tok, "中文没有空格" * 50) == ([], 0)  # no safe space: held back whole
+    assert list(tok.encode_iterable(["it'l", "l be fine"])) == tok.encode("it'll be fine")
+
+
 # ---------------------------------------------------------------- tiktoken's special-token rules (issue 16.4)
 FIM = "<|fim|>"
 
