@@ -182,8 +182,9 @@ def _add_specials(vocab: dict[int, bytes], out: dict[str, int], specials, merges
     if isinstance(specials, (str, bytes)) or not isinstance(specials, (Mapping, Iterable)):
         raise TypeError(f"special_tokens must be a list of str or a dict str -> id, got {specials!r}")
     pairs = list(specials.items()) if isinstance(specials, Mapping) else [(s, None) for s in specials]
-    by_bytes, added = {}, set()
+    by_bytes, added, owner, made = {}, set(), {}, None  # owner: id -> special token; made: the merges' tokens
     for i in sorted(vocab): by_bytes.setdefault(vocab[i], i)
+    top = max(vocab)
     for s, i in pairs:
         if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
         if s in out: raise ValueError(f"special token {s!r} is given twice")
@@ -191,15 +192,17 @@ def _add_specials(vocab: dict[int, bytes], out: dict[str, int], specials, merges
         except UnicodeEncodeError: raise ValueError(f"special token {s!r} is not valid UTF-8") from None
         if i is None:  # reuse the id of an entry that is neither a single byte nor made by a merge
             j = by_bytes.get(b)
-            if j is not None and len(b) > 1 and b not in _merge_results(merges): i = j
-            else: i = max(vocab) + 1
+            if j is not None and len(b) > 1:
+                if made is None: made = _merge_results(merges)
+                if b not in made: i = j
+            if i is None: i = top + 1
         elif isinstance(i, bool) or not isinstance(i, int) or i < 0:
             raise ValueError(f"the id of special token {s!r} must be a non-negative int, got {i!r}")
-        if i in out.values(): raise ValueError(f"special tokens {s!r} and {next(k for k, v in out.items() if v == i)!r} share id {i}")
+        if i in owner: raise ValueError(f"special tokens {s!r} and {owner[i]!r} share id {i}")
         if i in vocab and vocab[i] != b:
             raise ValueError(f"special token {s!r} has id {i}, but vocab[{i}] is {vocab[i]!r}")
-        if i not in vocab: vocab[i] = b; added.add(i)
-        out[s] = i
+        if i not in vocab: vocab[i] = b; added.add(i); top = max(top, i)
+        out[s] = i; owner[i] = s
     return added
 
 def _merge_results(merges: list) -> set[bytes]:
