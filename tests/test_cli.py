@@ -212,6 +212,111 @@ def test_special_tokens_round_trip(trained):
     assert ok(cli("decode", "-t", tok_path, stdin=ids.stdout)) == f"a{EOT}b"
 
 
+def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
+    "decode takes the .npy (detected from its content) and the raw .bin (dtype as encode chooses, or --dtype) of encode --out."
+    tok_path, _ = trained
+    src = work / "corpus.txt"
+    text = src.read_bytes()
+    for name, extra in [("ids.npy", []), ("ids.bin", []), ("ids32.bin", ["--dtype", "uint32"]), ("ids32.npy", ["--dtype", "uint32"])]:
+        ok(cli("encode", "-t", tok_path, src, "--out", tmp_path / name, "--workers", 1, *extra))
+        assert cli("decode", "-t", tok_path, tmp_path / name, *extra).stdout == text, name
+    (tmp_path / "ids.npy").rename(tmp_path / "renamed.dat")          # a .npy is recognised by its magic bytes
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "renamed.dat")) == text
+    (tmp_path / "ids32.bin").rename(tmp_path / "raw.data")            # --dtype marks any file as raw ids
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "raw.data", "--dtype", "uint32")) == text
+    # an empty input round-trips to nothing
+    (tmp_path / "empty.txt").write_bytes(b"")
+    for name in ("e.npy", "e.bin"):
+        ok(cli("encode", "-t", tok_path, tmp_path / "empty.txt", "--out", tmp_path / name))
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == b""
+    # files that are not ids of this tokenizer: one line naming the problem
+    (tmp_path / "odd.bin").write_bytes(b"\x01\x00\x02")
+    fails(cli("decode", "-t", tok_path, tmp_path / "odd.bin"), 1, "3 bytes is not a whole number of uint16 ids")
+    np.save(tmp_path / "matrix.npy", np.zeros((2, 3), dtype=np.int64))
+    fails(cli("decode", "-t", tok_path, tmp_path / "matrix.npy"), 1, "must be a flat array of integers")
+    np.save(tmp_path / "floats.npy", np.zeros(3))
+    fails(cli("decode", "-t", tok_path, tmp_path / "floats.npy"), 1, "flat array of integers")
+    np.array([1, 2, 60000], dtype=np.uint16).tofile(tmp_path / "unknown.bin")
+    fails(cli("decode", "-t", tok_path, tmp_path / "unknown.bin"), 1, "unknown.bin", "60000")
+    (tmp_path / "trunc.npy").write_bytes(b"\x93NUMPY\x01\x00")
+    fails(cli("decode", "-t", tok_path, tmp_path / "trunc.npy"), 1, "trunc.npy")
+
+
+def ok_bytes(p) -> bytes:
+    "Assert success with nothing on stderr; return stdout as bytes."
+    assert p.returncode == 0 and p.stderr == b"", p.stderr.decode(errors="replace")
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def forms(trained, tmp_path_factory) -> dict[str, Path]:
+    "The trained tokenizer in every form -t accepts, several under names that say nothing of the format."
+    import shutil
+    from bpe_nb import artifacts
+    d = tmp_path_factory.mktemp("forms")
+    tok = load_tokenizer(trained[0])
+    artifacts.export_gpt2(tok, d / "gpt2")
+    artifacts.export_hf(tok, d / "tokenizer.json")
+    artifacts.export_tiktoken(tok, d / "tt", name="mine")
+    (d / "hf_dir").mkdir(); shutil.copy(d / "tokenizer.json", d / "hf_dir" / "tokenizer.json")
+    (d / "native_dir").mkdir(); shutil.copy(trained[0], d / "native_dir" / "tokenizer.bpe_nb.json")
+    shutil.copy(trained[0], d / "native.txt")
+    shutil.copy(d / "tokenizer.json", d / "hf.data")
+    return {"native": trained[0], "native renamed": d / "native.txt", "native dir": d / "native_dir",
+            "hf": d / "tokenizer.json", "hf renamed": d / "hf.data", "hf dir": d / "hf_dir",
+            "tiktoken dir": d / "tt", "tiktoken ranks": d / "tt" / "mine.tiktoken", "tiktoken json": d / "tt" / "mine.json",
+            "gpt2 dir": d / "gpt2", "gpt2 vocab": d / "gpt2" / "vocab.json", "gpt2 merges": d / "gpt2" / "merges.txt"}
+
+
+FORMS = ["native", "native renamed", "native dir", "hf", "hf renamed", "hf dir", "tiktoken dir", "tiktoken ranks",
+         "tiktoken json", "gpt2 dir", "gpt2 vocab", "gpt2 merges"]
+FORM_NAMES = {"native": "native bpe_nb file", "hf": "HF tokenizer.json", "tiktoken": "tiktoken export",
+              "gpt2": "GPT-2 vocab.json + merges.txt"}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_tokenizer_in_every_form(trained, forms, form, tmp_path):
+    "-t (and inspect's/export's PATH) takes every form, detected from the content; the ids are the same."
+    text = f"Once upon a time, Lily saw a big dog.{EOT}The end.\n"
+    want = ok(cli("encode", "-t", trained[0], stdin=text.encode()))
+    ids = ok(cli("encode", "-t", forms[form], stdin=text.encode()))
+    assert ids == want
+    assert ok(cli("decode", "-t", forms[form], stdin=ids.encode())) == text
+    out = ok(cli("inspect", forms[form]))
+    assert f"({FORM_NAMES[form.split()[0]]})" in out.splitlines()[0]
+    assert f"vocab size:     {VOCAB:,} = 256 single bytes + {VOCAB - 257:,} merges + 1 special token" in out
+    ok(cli("export", forms[form], "--format", "hf", "--out", tmp_path / "x"))
+    assert load_tokenizer(trained[0]).encode(text) == __import__("bpe_nb.artifacts").artifacts.import_hf(tmp_path / "x" / "tokenizer.json").encode(text)
+
+
+def test_tokenizer_that_is_no_form(work, forms, tmp_path):
+    "Anything else: one line that says what is wrong and lists the accepted forms."
+    import shutil
+    accepted = ["a native bpe_nb file", "an HF tokenizers tokenizer.json", "a tiktoken export", "a GPT-2 directory"]
+    fails(cli("encode", "-t", work / "corpus.txt"), 1, "cannot load tokenizer", "not a tokenizer file", *accepted)
+    (tmp_path / "empty_dir").mkdir()
+    fails(cli("encode", "-t", tmp_path / "empty_dir"), 1, "a directory that holds none of them", *accepted)
+    (tmp_path / "list.json").write_text("[1, 2, 3]", encoding="utf-8")
+    fails(cli("inspect", tmp_path / "list.json"), 1, "not a tokenizer file", *accepted)
+    (tmp_path / "object.json").write_text('{"a": ["b"]}', encoding="utf-8")
+    fails(cli("inspect", tmp_path / "object.json"), 1, "a JSON file that is none of them", *accepted)
+    (tmp_path / "alone").mkdir()
+    shutil.copy(forms["gpt2 merges"], tmp_path / "alone" / "merges.txt")
+    shutil.copy(forms["tiktoken ranks"], tmp_path / "alone" / "mine.tiktoken")
+    fails(cli("encode", "-t", tmp_path / "alone" / "merges.txt"), 1, "needs vocab.json beside it", *accepted)
+    fails(cli("encode", "-t", tmp_path / "alone" / "mine.tiktoken"), 1, "need mine.json beside them", *accepted)
+    shutil.copy(forms["gpt2 vocab"], tmp_path / "vocab_only.json")
+    fails(cli("encode", "-t", tmp_path / "vocab_only.json"), 1, "a GPT-2 vocab.json needs merges.txt beside it")
+
+
+def test_sizes_in_mb_are_decimal():
+    "The help calls the bundled sample 'about 1 MB': 10^6 bytes, as the progress bars count (tqdm's unit_scale)."
+    assert 0.95e6 <= SAMPLE.stat().st_size < 1.05e6
+    assert "about 1 MB" in " ".join(ok(cli("train", "--help", env={"COLUMNS": "200"})).split())
+    from bpe_nb.cli import COMPRESSION_SAMPLE_BYTES
+    assert COMPRESSION_SAMPLE_BYTES == 8 * 2**20   # 8 MiB, and the chapter says MiB
+
+
 # ---------------------------------------------------------------- inspect / export
 
 def test_inspect(trained, tmp_path):
@@ -231,6 +336,8 @@ def test_inspect_plot_without_matplotlib(trained, tmp_path):
     (fake / "matplotlib" / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
     p = cli("inspect", trained[0], "--plot", tmp_path / "h.png", env={"PYTHONPATH": str(fake)})
     assert p.returncode == 1 and b"needs matplotlib" in p.stderr and b"Traceback" not in p.stderr
+    assert b'pip install "bpe_nb[plot]"' in p.stderr
+    assert p.stdout == b""                          # it fails before describing anything
     assert not (tmp_path / "h.png").exists()
 
 
@@ -380,9 +487,12 @@ ERRORS = [  # (args, status, fragments of the message); {w}: work dir, {b}: bad 
     (["train", "{w}/missing.txt"], 1, ["corpus not found: '{w}/missing.txt'"]),
     (["train", "{w}"], 1, ["is a directory"]),
     (["train", "{b}/latin1.txt"], 1, ["invalid UTF-8 at byte offset 13", "latin1.txt"]),
-    (["train", "{w}/corpus.txt", "--vocab-size", "256"], 2, ["vocab_size=256 is smaller than 256 bytes + 1"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "256"], 2, ["--vocab-size 256 is below the minimum 257 = 256 bytes + 1 special token"]),
     (["train", "{w}/corpus.txt", "--vocab-size", "ten"], 2, ["--vocab-size", "'ten' is not an integer"]),
-    (["train", "{w}/corpus.txt", "--vocab-size", "0"], 2, ["--vocab-size", "'0' must be at least 1"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "0"], 2, ["--vocab-size 0 is below the minimum 257", "258 or more"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "-5", "--special-token", "<a>", "--special-token", "<b>"], 2,
+     ["--vocab-size -5 is below the minimum 258 = 256 bytes + 2 special tokens"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "100", "--no-special-tokens"], 2, ["minimum 256 = 256 bytes + 0 special tokens"]),
     (["train", "{w}/corpus.txt", "--trainer", "fast"], 2, ["invalid choice: 'fast'"]),
     (["train", "{w}/corpus.txt", "--special-token", ""], 2, ["non-empty"]),
     (["train", "{w}/corpus.txt", "--out", "{w}/no/such/dir/t.json"], 1, ["cannot write tokenizer", "does not exist"]),
