@@ -535,3 +535,34 @@ def test_keyboard_interrupt_exits_130(monkeypatch, capsys):
     monkeypatch.setitem(mod._COMMANDS, "inspect", interrupted)
     assert mod.main(["inspect", "whatever.json"]) == 130
     assert capsys.readouterr().err.strip() == "bpe-nb: interrupted"
+
+
+# ---------------------------------------------------------------- the CLI reference page
+
+def test_cli_reference_documents_every_option():
+    "nbs/cli_reference.ipynb, executed, shows every command and every option of the parser, each with an example."
+    import argparse
+    from execnb.nbio import read_nb
+    from execnb.shell import CaptureShell
+    from bpe_nb.cli import build_parser
+    nb_path = ROOT / "nbs" / "cli_reference.ipynb"
+    nb = read_nb(nb_path)
+    cwd = os.getcwd()
+    try:
+        os.chdir(nb_path.parent)
+        CaptureShell().run_all(nb, exc_stop=True)
+    finally: os.chdir(cwd)
+    md = [o.get("data", {}).get("text/markdown", "") for c in nb.cells for o in c.get("outputs", [])]
+    shown = "\n".join(m if isinstance(m, str) else "".join(m) for m in md)
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in [("", parser), *sub.choices.items()]:
+        assert f"usage: bpe-nb {name}".rstrip() in shown, name
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction): continue
+            for s in a.option_strings or [a.metavar]:
+                rows = [l for l in shown.splitlines() if l.startswith(f"| `{s}`") or f", `{s}`" in l or l.startswith(f"| {s} ")]
+                assert rows, (name, s)
+                assert all(l.rstrip().endswith("` |") and "`bpe-nb " in l for l in rows), rows   # an example in each row
+        headings = {"".join(c.source) for c in nb.cells if c.cell_type == "markdown"}
+        assert not name or any(f"## `bpe-nb {name}`" in h for h in headings), name
