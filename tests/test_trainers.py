@@ -12,7 +12,7 @@ from bpe_nb.naive import BPEModel, EarlyStopWarning, MergeProgress, merge_pair, 
 from bpe_nb.pretokenize import count_pretokens, printable_to_bytes
 
 TRAINERS = [train_naive, train_incremental]
-TIE_BREAKS = ["bytes-greater", "ids-smaller"]
+from bpe_nb.naive import TIE_BREAKS
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, "<pad>", EOT + EOT]
 
@@ -83,6 +83,16 @@ def test_differential_bytes_greater(case):
 @given(corpora())
 def test_differential_ids_smaller(case):
     assert_same_training(*case, "ids-smaller")
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora())
+def test_differential_hf(case):
+    assert_same_training(*case, "hf")
+
+
+def test_tie_breaks_are_the_three_rules():
+    assert TIE_BREAKS == ("bytes-greater", "ids-smaller", "hf")
 
 
 @settings(max_examples=40, deadline=None)
