@@ -108,6 +108,26 @@ def test_train_is_deterministic_and_matches_the_library(work, trained, tmp_path)
     assert again.read_bytes() == tok_path.read_bytes()
 
 
+def test_train_tie_break_hf_matches_hf_tokenizers(work, tmp_path):
+    "--tie-break hf (its choices come from the trainers' TIE_BREAKS) learns the merges of HF's BpeTrainer."
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import pre_tokenizers, trainers
+    from bpe_nb.naive import TIE_BREAKS
+    from bpe_nb.pretokenize import printable_to_bytes, split_special
+    if "hf" not in TIE_BREAKS: pytest.skip("this version of the trainers has no tie_break='hf'")
+    out = tmp_path / "hf_rule.json"
+    summary = ok(cli("train", work / "corpus.txt", "--vocab-size", VOCAB, "--tie-break", "hf", "--workers", 1, "--out", out))
+    assert "tie-break hf" in summary
+    text = (work / "corpus.txt").read_bytes().decode("utf-8")
+    docs = [d for d in split_special(text, (EOT,)) if d != EOT]
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.train_from_iterator(docs, trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=[EOT], show_progress=False,
+                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    merges = [m.split(" ") if isinstance(m, str) else m for m in json.loads(hf.to_str())["model"]["merges"]]
+    assert load_tokenizer(out).merges == [(printable_to_bytes(a), printable_to_bytes(b)) for a, b in merges]
+
+
 def test_train_early_stop_is_reported(tmp_path):
     (tmp_path / "tiny.txt").write_text("ab\nab\nab\nab\nab", encoding="utf-8")
     out = ok(cli("train", tmp_path / "tiny.txt", "--vocab-size", 300, "--no-special-tokens",
