@@ -6,7 +6,9 @@
 from __future__ import annotations
 import base64
 import gc
+import gzip
 import hashlib
+import heapq
 import json
 import os
 import secrets
@@ -14,20 +16,24 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+
 # %% auto #0
-__all__ = ['TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record',
-           'native_text', 'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2',
-           'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'tiktoken_encoding',
-           'import_tiktoken']
+__all__ = ['MAX_ID', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES',
+           'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record', 'native_text', 'open_temp',
+           'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2', 'hf_document',
+           'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'read_ranks', 'tiktoken_encoding',
+           'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
 
 # %% ../nbs/05_artifacts.ipynb #ed4a9932
 from . import __version__
-from .pretokenize import GPT2_PATTERN, bytes_to_printable, check_pattern, compile_pattern, printable_to_bytes
+from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, bytes_to_printable, check_pattern, compile_pattern,
+    printable_to_bytes)
 from .naive import BPEModel
-from .encoder import Tokenizer, read_gpt2_files
+from .encoder import Tokenizer, read_gpt2_merges
+
 
 # %% ../nbs/05_artifacts.ipynb #8a00480d
 class ArtifactError(ValueError):
@@ -57,24 +63,39 @@ def _check_text(what: str, s: str):
     try: s.encode("utf-8")
     except UnicodeEncodeError as e: raise ValueError(f"{what} {s!r} is not valid Unicode: {e.reason}") from None
 
+# %% ../nbs/05_artifacts.ipynb #006fbf11
+MAX_ID = 2**31 - 1
+"The largest token id a file may hold: ids fit a signed 32-bit integer (as in HF `tokenizers` and numpy `int32`)."
+
+def _short(v, n: int = 80) -> str:
+    "`repr(v)` cut to about `n` characters: a value read from a file can be huge."
+    if type(v) is int and v.bit_length() > 128: return f"<an integer of about {int(v.bit_length() * 0.30103):,} digits>"
+    r = repr(v[:n]) + f"...({len(v):,} long)" if isinstance(v, (str, bytes, list)) and len(v) > n else repr(v)
+    return r if len(r) <= 2 * n else r[:2 * n] + "..."
+
+def _check_id(i, what: str) -> int:
+    "`i` if it is an int in `0..MAX_ID`, else a `ValueError` naming `what`."
+    if type(i) is not int or not 0 <= i <= MAX_ID:
+        raise ValueError(f"{what} has id {_short(i)}: ids are integers in 0..{MAX_ID:,}")
+    return i
+
+
 # %% ../nbs/05_artifacts.ipynb #b81ce8d6
 def id_layout(obj  # a `BPEModel` or a `Tokenizer`
              ) -> tuple[list[int], list[tuple[int, int, int]]]:
     "`(byte_ids, merges)`: the id of each single byte, and each merge as `(left id, right id, new id)`."
     vocab, merges, specials, _, _ = _parts(obj)
     vocab = dict(vocab)
+    for i, b in vocab.items(): _check_id(i, f"the vocabulary entry {_short(b)}")
     for s, i in specials.items():  # a tokenizer may keep its specials out of `vocab`
         if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
         _check_text("special token", s)
+        _check_id(i, f"special token {s!r}")
         if vocab.setdefault(i, s.encode("utf-8")) != s.encode("utf-8"):
             raise ValueError(f"special token {s!r} has id {i}, but the vocabulary has {vocab[i]!r} there")
-    if sorted(vocab) != list(range(len(vocab))):
-        gaps = sorted(set(range(max(vocab, default=-1) + 1)) - set(vocab))
-        raise ValueError(f"vocabulary ids must be 0..{len(vocab) - 1} without gaps; "
-                         f"{'id ' + str(gaps[0]) + ' is missing' if gaps else 'an id is not a non-negative int'}")
     special_ids = set(specials.values())
     ids_of: dict[bytes, list[int]] = {}  # bytes -> the (non-special) ids that hold them, ascending
-    for i in range(len(vocab)):
+    for i in sorted(vocab):  # the ids themselves, never a range up to the largest: ids may have gaps
         if i not in special_ids: ids_of.setdefault(vocab[i], []).append(i)
     byte_ids = []
     for x in range(256):
@@ -103,6 +124,7 @@ def id_layout(obj  # a `BPEModel` or a `Tokenizer`
         raise ValueError(f"vocabulary id {i} ({vocab[i]!r}) is neither a single byte, nor made by a merge, "
                          "nor a special token: these files cannot hold it")
     return byte_ids, triples
+
 
 # %% ../nbs/05_artifacts.ipynb #6c89ad3b
 TRAINING_FIELDS: dict[str, type] = {
@@ -167,25 +189,28 @@ def training_record(obj,  # a `BPEModel` or a `Tokenizer`
 # %% ../nbs/05_artifacts.ipynb #23722111
 SCHEMA = "bpe_nb.tokenizer"
 "The `schema` name of a native file."
-SCHEMA_VERSION = 1
-"The newest native format version this bpe_nb writes and reads."
+SCHEMA_VERSION = 2
+"The newest native format version this bpe_nb reads: 1 (ids `0..n-1`) or 2 (ids with gaps)."
 _NATIVE_FIELDS = ("schema", "version", "pattern", "special_tokens", "training", "byte_ids", "merges")
+
 
 # %% ../nbs/05_artifacts.ipynb #0f9e9a22
 def native_text(obj,  # a `BPEModel` or a `Tokenizer`
                 *, training: Mapping | None = None  # extra training-record fields
                ) -> str:
-    "The native v1 file of `obj` as text: deterministic, one merge per line, ending with a newline."
+    "The native file of `obj` as text (version 1, or 2 if its ids have gaps): deterministic, one merge per line."
     _, _, specials, pattern, _ = _parts(obj)
     byte_ids, triples = id_layout(obj)
     _check_text("the pattern", pattern)
     try: compile_pattern(pattern)
     except regex.error as e: raise ValueError(f"the pattern {pattern!r} does not compile: {e}") from None
     check_pattern(pattern)  # a pattern that skips characters would lose text in every program that loads the file
+    n = 256 + len(triples) + len(specials)
+    top = max([*byte_ids, *(t[2] for t in triples), *specials.values()])
     dump = lambda v: json.dumps(v, ensure_ascii=False)
     lines = ["{",
              f'  "schema": {dump(SCHEMA)},',
-             f'  "version": {SCHEMA_VERSION},',
+             f'  "version": {1 if top == n - 1 else 2},',  # the oldest version that holds these ids
              f'  "pattern": {dump(pattern)},',
              f'  "special_tokens": {dump(dict(sorted(specials.items(), key=lambda kv: kv[1])))},',
              f'  "training": {json.dumps(training_record(obj, training), ensure_ascii=False, sort_keys=True)},',
@@ -194,6 +219,7 @@ def native_text(obj,  # a `BPEModel` or a `Tokenizer`
         lines += ['  "merges": [', ",\n".join(f"    [{l}, {r}, {i}]" for l, r, i in triples), "  ]"]
     else: lines.append('  "merges": []')
     return "\n".join(lines) + "\n}\n"
+
 
 # %% ../nbs/05_artifacts.ipynb #2ef0bba6
 def _fsync_dir(directory: Path):
@@ -204,18 +230,35 @@ def _fsync_dir(directory: Path):
     except OSError: pass
     finally: os.close(fd)
 
+
+# %% ../nbs/05_artifacts.ipynb #68778c5f
+TEMP_NAME = regex.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.(?P<random>[0-9a-f]{8})\.tmp")
+"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 characters)."
+
+def open_temp(target,  # the file that the temporary file will replace (it is created beside it)
+              mode: int = 0o666  # permission bits of the new file (minus the umask)
+             ) -> tuple[int, Path]:
+    "Create a new, unique `.TARGET.PID.RANDOM.tmp` beside `target` with `O_CREAT|O_EXCL`; return `(fd, path)`."
+    target = Path(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):  # a clash of 32 random bits is rare; 100 in a row means something else is wrong
+        tmp = target.with_name(f".{target.name[:200]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try: return os.open(tmp, flags, mode), tmp
+        except FileExistsError: continue
+    raise FileExistsError(f"could not create a unique temporary file beside {target}")
+
+
 # %% ../nbs/05_artifacts.ipynb #325a9451
 def atomic_write(path,  # the file to create or replace
                  data: bytes  # its complete new contents
                 ) -> Path:
-    "Replace `path` by `data` atomically: a temporary file in the same directory, fsync, `os.replace`."
+    "Replace `path` by `data` atomically: a unique temporary file beside it (`open_temp`), fsync, `os.replace`."
     path = Path(path)
     if not isinstance(data, bytes): raise TypeError(f"data must be bytes, got {type(data).__name__}")
     directory = path.parent
     if not directory.is_dir(): raise FileNotFoundError(f"directory {str(directory)!r} does not exist (writing {path})")
     if path.is_dir(): raise IsADirectoryError(f"{path} is a directory")
-    tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    fd, tmp = open_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -228,6 +271,7 @@ def atomic_write(path,  # the file to create or replace
         raise
     _fsync_dir(directory)
     return path
+
 
 # %% ../nbs/05_artifacts.ipynb #ca3ffe2d
 def save(obj,  # a `BPEModel` or a `Tokenizer`
@@ -244,6 +288,20 @@ def _jtype(v) -> str:
             float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
 
 # %% ../nbs/05_artifacts.ipynb #2760d4ff
+_MAX_DIGITS = 20  # no id, size or count in a tokenizer file needs more digits
+
+class _LongNumber(ValueError): pass
+
+def _parse_int(s: str) -> int:
+    "`json.loads`'s hook for integers: refuse over-long ones before Python converts them."
+    if len(s.lstrip("-")) > _MAX_DIGITS: raise _LongNumber(f"holds an integer of {len(s.lstrip('-')):,} digits "
+                                                            f"(starting {s[:12]}...): bpe_nb reads at most {_MAX_DIGITS}")
+    return int(s)
+
+def _parse_constant(s: str):
+    "`json.loads`'s hook for `NaN` and `Infinity`, which are not JSON."
+    raise _LongNumber(f"holds {s}, which is not a JSON number")
+
 def read_json(path  # the file to read
              ):
     "Parse the JSON file `path`; any problem (missing, unreadable, not UTF-8, not JSON, truncated) is an `ArtifactError`."
@@ -256,13 +314,16 @@ def read_json(path  # the file to read
     try: text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ArtifactError(path, f"is not valid UTF-8: byte {raw[e.start]:#04x} at offset {e.start}") from None
-    try: return json.loads(text)
+    try: return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
             raise ArtifactError(path, f"is truncated: the JSON stops at line {e.lineno}, column {e.colno} "
                                       f"({len(raw):,} bytes)") from None
         raise ArtifactError(path, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except _LongNumber as e: raise ArtifactError(path, str(e)) from None
     except RecursionError: raise ArtifactError(path, "is not usable JSON: nested too deeply") from None
+    except ValueError as e: raise ArtifactError(path, f"is not usable JSON: {e}") from None
+
 
 # %% ../nbs/05_artifacts.ipynb #7b6142c0
 _BYTES = [bytes([x]) for x in range(256)]
@@ -275,21 +336,21 @@ def _owner(doc: dict, i: int) -> str:
     return "another token"
 
 # %% ../nbs/05_artifacts.ipynb #0ab6d38f
-def _merges(doc: dict, merges: list, vocab: list, n: int, bad) -> list[tuple[bytes, bytes]]:
-    "The merges as byte pairs, filling `vocab` (id -> bytes, None if unused yet); raise `bad(problem)` at the first broken rule."
+def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
+    "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
     out, seen = [], {}
     for k, m in enumerate(merges):
-        if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {m!r}")
+        if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
         if type(l) is not int or type(r) is not int or type(i) is not int:
-            raise bad(f"merge {k} {m!r} must hold three integer ids")
-        if not (0 <= l < n and 0 <= r < n):
-            raise bad(f"merge {k} {m!r} references unknown id {r if 0 <= l < n else l} (ids are 0..{n - 1})")
-        if not 0 <= i < n: raise bad(f"merge {k} {m!r}: its new id {i} is outside the ids 0..{n - 1}")
-        a, b = vocab[l], vocab[r]
+            raise bad(f"merge {k} {_short(m)} must hold three integer ids")
+        if not (0 <= l < limit and 0 <= r < limit):
+            raise bad(f"merge {k} {m!r} references unknown id {r if 0 <= l < limit else l} (ids are 0..{limit - 1})")
+        if not 0 <= i < limit: raise bad(f"merge {k} {m!r}: its new id {i} is outside the ids 0..{limit - 1}")
+        a, b = vocab.get(l), vocab.get(r)
         if a is None or b is None:
             raise bad(f"merge {k} {m!r} references id {l if a is None else r}, which is neither a byte nor an earlier merge")
-        if vocab[i] is not None: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
+        if i in vocab: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
         pair = (a, b)
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
@@ -297,15 +358,33 @@ def _merges(doc: dict, merges: list, vocab: list, n: int, bad) -> list[tuple[byt
         out.append(pair)
     return out
 
+
+# %% ../nbs/05_artifacts.ipynb #af95ae1f
+TRUSTED_PATTERNS = frozenset(KNOWN_PATTERNS.values())
+"The pre-tokenizer patterns a file may name without `trust_pattern=True`: GPT-2's (r50k, p50k), cl100k's and o200k's."
+
+def _check_pattern_trust(pattern: str,  # the pattern a file names
+                         path,  # the file (for the error)
+                         trust_pattern: bool  # the caller's explicit opt-in
+                        ):
+    "Refuse a pattern from a file unless it is a known one or the caller trusts the file."
+    if trust_pattern or pattern in TRUSTED_PATTERNS: return
+    raise ArtifactError(path, f"its pre-tokenizer pattern {_short(pattern)} is not one of the known patterns "
+                              "(GPT-2 = r50k/p50k, cl100k, o200k). A regex from a file can take time exponential in "
+                              "the length of a text (catastrophic backtracking), so bpe_nb does not run it unless "
+                              "you trust the file: pass trust_pattern=True (command line: --trust-pattern)")
+
+
 # %% ../nbs/05_artifacts.ipynb #7be6a033
-def _native_parts(doc, path) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str, dict]:
+def _native_parts(doc, path, trust_pattern: bool = False
+                 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str, dict]:
     "Validate a parsed native document; return `(vocab, merges, special_tokens, pattern, training)`."
     def bad(problem): return ArtifactError(path, problem)
     if not isinstance(doc, dict): raise bad(f"the top level is {_jtype(doc)}, not an object: not a {SCHEMA} file")
     if "schema" not in doc: raise bad(f'has no "schema" field: not a {SCHEMA} file')
-    if doc["schema"] != SCHEMA: raise bad(f"schema is {doc['schema']!r}, expected {SCHEMA!r}")
+    if doc["schema"] != SCHEMA: raise bad(f"schema is {_short(doc['schema'])}, expected {SCHEMA!r}")
     version = doc.get("version")
-    if type(version) is not int: raise bad(f'"version" must be an integer, got {version!r}')
+    if type(version) is not int: raise bad(f'"version" must be an integer, got {_short(version)}')
     if version > SCHEMA_VERSION:
         raise bad(f"schema version {version} is newer than this bpe_nb {__version__} can read "
                   f"(up to {SCHEMA_VERSION}): upgrade bpe_nb")
@@ -313,35 +392,38 @@ def _native_parts(doc, path) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]
     missing = [k for k in _NATIVE_FIELDS if k not in doc]
     if missing: raise bad(f"field(s) {missing} missing")
     extra = sorted(set(doc) - set(_NATIVE_FIELDS))
-    if extra: raise bad(f"unknown field(s) {extra} in a version {version} file")
+    if extra: raise bad(f"unknown field(s) {_short(extra)} in a version {version} file")
     pattern, specials, training, byte_ids, merges = (doc[k] for k in _NATIVE_FIELDS[2:])
     for name, v, want in (("pattern", pattern, str), ("special_tokens", specials, dict), ("training", training, dict),
                           ("byte_ids", byte_ids, list), ("merges", merges, list)):
         if type(v) is not want: raise bad(f'"{name}" must be {_jtype(want())}, got {_jtype(v)}')
+    _check_pattern_trust(pattern, path, trust_pattern)
     try: compile_pattern(pattern)
-    except (regex.error, RecursionError) as e: raise bad(f"the pattern {pattern!r} does not compile: {e}") from None
+    except (regex.error, RecursionError) as e: raise bad(f"the pattern {_short(pattern)} does not compile: {e}") from None
     try: check_pattern(pattern)
     except ValueError as e: raise bad(str(e)) from None
     if len(byte_ids) != 256: raise bad(f'"byte_ids" must list 256 ids, it has {len(byte_ids)}')
     n = 256 + len(merges) + len(specials)
-    vocab: list = [None] * n
+    limit = n if version == 1 else MAX_ID + 1  # version 1: the ids are exactly 0..n-1; version 2: any distinct ids
+    vocab: dict[int, bytes] = {}
     for x, i in enumerate(byte_ids):
-        if type(i) is not int: raise bad(f"byte_ids[{x}] must be an integer id, got {i!r}")
-        if not 0 <= i < n: raise bad(f"byte_ids[{x}] = {i} is outside the ids 0..{n - 1}")
-        if vocab[i] is not None: raise bad(f"byte_ids[{x}] = {i} is also the id of {vocab[i]!r}")
+        if type(i) is not int: raise bad(f"byte_ids[{x}] must be an integer id, got {_short(i)}")
+        if not 0 <= i < limit: raise bad(f"byte_ids[{x}] = {_short(i)} is outside the ids 0..{limit - 1}")
+        if i in vocab: raise bad(f"byte_ids[{x}] = {i} is also the id of {vocab[i]!r}")
         vocab[i] = _BYTES[x]
-    out = _merges(doc, merges, vocab, n, bad)
+    out = _merges(doc, merges, vocab, limit, bad)
     for s, i in specials.items():
         if not s: raise bad("a special token is the empty string")
-        if type(i) is not int: raise bad(f"special token {s!r} must have an integer id, got {i!r}")
-        if not 0 <= i < n: raise bad(f"special token {s!r} has id {i}, outside 0..{n - 1}")
-        if vocab[i] is not None: raise bad(f"special token {s!r} has id {i}, which is already {_owner(doc, i)}")
+        if type(i) is not int: raise bad(f"special token {_short(s)} must have an integer id, got {_short(i)}")
+        if not 0 <= i < limit: raise bad(f"special token {_short(s)} has id {_short(i)}, outside 0..{limit - 1}")
+        if i in vocab: raise bad(f"special token {_short(s)} has id {i}, which is already {_owner(doc, i)}")
         try: vocab[i] = s.encode("utf-8")
-        except UnicodeEncodeError: raise bad(f"special token {s!r} is not valid Unicode") from None
+        except UnicodeEncodeError: raise bad(f"special token {_short(s)} is not valid Unicode") from None
     problems = _check_training(training)
     if problems: raise bad("; ".join(problems))
     if training.get("vocab_size", n) != n: raise bad(f"training says vocab_size={training['vocab_size']}, the file has {n} ids")
-    return dict(enumerate(vocab)), out, dict(specials), pattern, training
+    return dict(sorted(vocab.items())), out, dict(specials), pattern, training
+
 
 # %% ../nbs/05_artifacts.ipynb #ebc81d3a
 @contextmanager
@@ -354,46 +436,72 @@ def _gc_paused():
         if was: gc.enable()
 
 # %% ../nbs/05_artifacts.ipynb #b9ae59ba
-def load(path  # a native tokenizer file written by `save`
+def load(path,  # a native tokenizer file written by `save`
+         *, trust_pattern: bool = False  # run the file's pattern even if it is not a known one
         ) -> Tokenizer:
     "Read and validate a native file; return a `Tokenizer` (its `info` is the training record). Problems are `ArtifactError`s."
     with _gc_paused():
-        vocab, merges, specials, pattern, training = _native_parts(read_json(path), path)
+        vocab, merges, specials, pattern, training = _native_parts(read_json(path), path, trust_pattern)
         try: tok = Tokenizer(vocab, merges, specials, pattern=pattern)
         except (ValueError, TypeError) as e: raise ArtifactError(path, f"is not a usable tokenizer: {e}") from e
     tok.info = dict(training)  # so that save(load(f)) keeps the record
     return tok
 
+
 # %% ../nbs/05_artifacts.ipynb #ea3a7c60
-def load_model(path  # a native tokenizer file written by `save`
+def load_model(path,  # a native tokenizer file written by `save`
+               *, trust_pattern: bool = False  # accept the file's pattern even if it is not a known one
               ) -> BPEModel:
     "Read and validate a native file; return a `BPEModel` whose `info` is the file's training record."
-    with _gc_paused(): vocab, merges, specials, pattern, training = _native_parts(read_json(path), path)
+    with _gc_paused(): vocab, merges, specials, pattern, training = _native_parts(read_json(path), path, trust_pattern)
     return BPEModel(vocab, merges, specials, {**training, "pattern": pattern})
+
+
+# %% ../nbs/05_artifacts.ipynb #f0803da4
+def _gpt2_vocab(path: Path) -> dict[int, bytes]:
+    "Read and check a GPT-2 `vocab.json` (printable token -> id) into `{id: bytes}`; problems are `ArtifactError`s naming it."
+    raw = read_json(path)
+    if not isinstance(raw, dict): raise ArtifactError(path, f"must hold a JSON object token -> id, not {_jtype(raw)}")
+    vocab: dict[int, bytes] = {}
+    for s, i in raw.items():
+        try: _check_id(i, f"the token {_short(s)}")
+        except ValueError as e: raise ArtifactError(path, str(e)) from None
+        if i in vocab: raise ArtifactError(path, f"id {i} is given to two tokens, {_short(bytes_to_printable(vocab[i]))} "
+                                                 f"and {_short(s)}")
+        try: vocab[i] = printable_to_bytes(s)
+        except ValueError as e: raise ArtifactError(path, f"token {_short(s)}: {e}") from None
+    return vocab
+
+def _gpt2_merges(path: Path) -> list[tuple[bytes, bytes]]:
+    "Read a GPT-2 `merges.txt` with the encoder's reader; any problem is an `ArtifactError` naming it."
+    try: return read_gpt2_merges(path)
+    except UnicodeDecodeError as e: raise ArtifactError(path, f"is not valid UTF-8: {e.reason} at byte {e.start}") from None
+    except (ValueError, OSError) as e:
+        msg = str(e).removeprefix(f"{path}:")
+        raise ArtifactError(path, f"line {msg}" if msg[:1].isdigit() else msg) from None
+
 
 # %% ../nbs/05_artifacts.ipynb #ff07fd39
 def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form -> id)
                 merges_path,  # GPT-2 `merges.txt` (one "left right" per line; `#version` header optional)
                 special_tokens=None,  # the special tokens; None: every entry that no merge makes
-                *, pattern: str = GPT2_PATTERN  # the pre-tokenizer regex (the files do not say)
+                *, pattern: str = GPT2_PATTERN  # the pre-tokenizer regex (the files do not say; yours is trusted)
                ) -> Tokenizer:
-    "Read GPT-2 `vocab.json` + `merges.txt` into a `Tokenizer`; any problem is an `ArtifactError`."
+    "Read GPT-2 `vocab.json` + `merges.txt` into a `Tokenizer`; any problem is an `ArtifactError` naming the file."
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError(f"special_tokens must be a list of strings or a dict, got {special_tokens!r}")
     vocab_path, merges_path = Path(vocab_path), Path(merges_path)
     for f in (vocab_path, merges_path):
         if not f.is_file(): raise ArtifactError(f, "no such file" if not f.exists() else "is not a file")
-    def bad(e):  # blame the file the message names, else vocab.json
-        return ArtifactError(merges_path if str(merges_path) in str(e) else vocab_path,
-                             f"not a usable GPT-2 tokenizer file (with {merges_path.name}): {e}")
-    try: vocab, merges = read_gpt2_files(vocab_path, merges_path)
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e: raise bad(e) from e
+    vocab, merges = _gpt2_vocab(vocab_path), _gpt2_merges(merges_path)
+    def bad(e):  # a disagreement between the two files: blame vocab.json, name both
+        return ArtifactError(vocab_path, f"not a usable GPT-2 tokenizer with {merges_path.name}: {e}")
     specials = special_tokens  # a list (ids from the vocabulary, else new ones) or a dict, as `Tokenizer` takes
     if special_tokens is None:
         have = set(vocab.values())
         for k, (a, b) in enumerate(merges):
             for t in (a, b, a + b):
-                if t not in have: raise bad(f"merge {k} {(a, b)!r}: {t!r} is not in the vocabulary")
+                if t not in have: raise bad(f"merge {k} {(a, b)!r}: {_short(t)} is not in the vocabulary")
         made = {a + b for a, b in merges} | set(_BYTES)
         try: specials = {vocab[i].decode("utf-8"): i for i in sorted(vocab) if vocab[i] not in made}
         except UnicodeDecodeError as e: raise bad(f"a token that no merge makes is not UTF-8: {e}") from e
@@ -402,6 +510,7 @@ def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form 
         id_layout(tok)
     except ValueError as e: raise bad(e) from e
     return tok
+
 
 # %% ../nbs/05_artifacts.ipynb #ac428661
 def _printable_vocab(vocab: Mapping[int, bytes]) -> dict[str, int]:
@@ -436,7 +545,8 @@ def hf_document(obj  # a `BPEModel` or a `Tokenizer`
     vocab, merges, specials, pattern, _ = _parts(obj)
     id_layout(obj)
     specials_by_id = sorted(specials.items(), key=lambda kv: kv[1])
-    model_vocab = _printable_vocab({i: b for i, b in vocab.items() if i not in set(specials.values())})
+    special_ids = set(specials.values())
+    model_vocab = _printable_vocab({i: b for i, b in vocab.items() if i not in special_ids})
     for s, i in specials_by_id:
         if s in model_vocab:
             raise ValueError(f"special token {s!r} (id {i}) is also the printable form of vocabulary entry "
@@ -482,8 +592,47 @@ def _hf_pattern(pre, bad) -> str:
     raise bad(f"unsupported pre_tokenizer {json.dumps(pre)[:200]}: bpe_nb reads a regex Split followed by "
               "ByteLevel(use_regex=false), or ByteLevel(use_regex=true), both without add_prefix_space")
 
+# %% ../nbs/05_artifacts.ipynb #e3a15cdd
+def _hf_specials(added, bad) -> dict[str, int]:
+    "The special tokens of an HF `added_tokens` list, each checked."
+    if added is not None and not isinstance(added, list): raise bad(f"added_tokens must be an array, got {_jtype(added)}")
+    specials: dict[str, int] = {}
+    for t in added or []:
+        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
+            raise bad(f"added token {_short(t)} must have a non-empty string content")
+        try: _check_id(t.get("id"), f"added token {_short(t['content'])}")
+        except ValueError as e: raise bad(str(e)) from None
+        if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
+            raise bad(f"added token {_short(t['content'])} must be special, without lstrip/rstrip/single_word")
+        if t["content"] in specials: raise bad(f"added token {_short(t['content'])} is listed twice")
+        specials[t["content"]] = t["id"]
+    return specials
+
+def _hf_model(model: dict, special_ids: set, bad) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    "`(vocab, merges)` of an HF BPE model object, ids and tokens checked (entries with a special token's id skipped)."
+    mv, mm = model.get("vocab"), model.get("merges")
+    if not isinstance(mv, dict) or not isinstance(mm, list): raise bad("model.vocab must be an object and model.merges an array")
+    vocab: dict[int, bytes] = {}
+    for s, i in mv.items():
+        try: _check_id(i, f"model.vocab token {_short(s)}")
+        except ValueError as e: raise bad(str(e)) from None
+        if i in special_ids: continue
+        if i in vocab: raise bad(f"model.vocab gives id {i} to two tokens, {_short(bytes_to_printable(vocab[i]))} and {_short(s)}")
+        try: vocab[i] = printable_to_bytes(s)
+        except ValueError as e: raise bad(f"model.vocab token {_short(s)} is not byte-level BPE: {e}") from None
+    merges = []
+    for k, m in enumerate(mm):
+        pair = m.split(" ") if isinstance(m, str) else m
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) and x for x in pair):
+            raise bad(f"merge {k} {_short(m)} is not two tokens")
+        try: merges.append((printable_to_bytes(pair[0]), printable_to_bytes(pair[1])))
+        except ValueError as e: raise bad(f"merge {k} {_short(m)} is not byte-level BPE: {e}") from None
+    return vocab, merges
+
+
 # %% ../nbs/05_artifacts.ipynb #a853a3e9
-def import_hf(path  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
+def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
+              *, trust_pattern: bool = False  # run the file's Split regex even if it is not a known pattern
              ) -> Tokenizer:
     "Read an HF `tokenizer.json` (byte-level BPE) into a `Tokenizer`; anything we cannot reproduce is an `ArtifactError`."
     path = Path(path)
@@ -492,11 +641,11 @@ def import_hf(path  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise bad("is not an HF tokenizer.json: no \"model\" object")
     model = doc["model"]
-    if model.get("type", "BPE") != "BPE": raise bad(f"model type is {model.get('type')!r}, not 'BPE'")
+    if model.get("type", "BPE") != "BPE": raise bad(f"model type is {_short(model.get('type'))}, not 'BPE'")
     for key, ok in (("dropout", (None, 0, 0.0)), ("unk_token", (None,)), ("continuing_subword_prefix", (None, "")),
                     ("end_of_word_suffix", (None, "")), ("byte_fallback", (False, None)),
                     ("ignore_merges", (False, None)), ("fuse_unk", (False, None))):
-        if model.get(key) not in ok: raise bad(f"model.{key} = {model.get(key)!r} is not supported (need {ok[0]!r})")
+        if model.get(key) not in ok: raise bad(f"model.{key} = {_short(model.get(key))} is not supported (need {ok[0]!r})")
     for key in ("normalizer", "truncation", "padding"):
         if doc.get(key) is not None: raise bad(f"{key} = {json.dumps(doc[key])[:120]} is not supported (need null)")
     post, dec = doc.get("post_processor"), doc.get("decoder")
@@ -505,27 +654,9 @@ def import_hf(path  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
     if dec is not None and not (isinstance(dec, dict) and dec.get("type") == "ByteLevel"):
         raise bad(f"decoder {json.dumps(dec)[:120]} is not supported (need ByteLevel)")
     pattern = _hf_pattern(doc.get("pre_tokenizer"), bad)
-    specials = {}
-    for t in doc.get("added_tokens") or []:
-        if not isinstance(t, dict) or not isinstance(t.get("content"), str) or type(t.get("id")) is not int:
-            raise bad(f"added token {t!r} must have a string content and an integer id")
-        if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
-            raise bad(f"added token {t['content']!r} must be special, without lstrip/rstrip/single_word")
-        specials[t["content"]] = t["id"]
-    special_ids = set(specials.values())
-    mv, mm = model.get("vocab"), model.get("merges")
-    if not isinstance(mv, dict) or not isinstance(mm, list): raise bad("model.vocab must be an object and model.merges an array")
-    entries = [(s, i) for s, i in mv.items() if i not in special_ids]
-    if any(type(i) is not int for _, i in entries): raise bad("a model.vocab id is not an integer")
-    pairs = [m.split(" ") if isinstance(m, str) else m for m in mm]
-    for k, m in enumerate(pairs):
-        if not isinstance(m, list) or len(m) != 2 or not all(isinstance(x, str) and x for x in m):
-            raise bad(f"merge {k} {mm[k]!r} is not two tokens")
-    try:
-        vocab = {i: printable_to_bytes(s) for s, i in entries}
-        lefts, rights = [printable_to_bytes(m[0]) for m in pairs], [printable_to_bytes(m[1]) for m in pairs]
-    except ValueError as e: raise bad(f"model vocab or merges are not byte-level BPE: {e}") from None
-    merges = list(zip(lefts, rights))
+    _check_pattern_trust(pattern, path, trust_pattern)
+    specials = _hf_specials(doc.get("added_tokens"), bad)
+    vocab, merges = _hf_model(model, set(specials.values()), bad)
     for s, i in specials.items(): vocab[i] = s.encode("utf-8")
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)
@@ -533,14 +664,16 @@ def import_hf(path  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
     except (ValueError, TypeError) as e: raise bad(str(e)) from e
     return tok
 
+
 # %% ../nbs/05_artifacts.ipynb #267080cf
 def _check_tiktoken_specials(specials) -> None:
     "Refuse special tokens where one is a prefix of another: tiktoken does not match them longest first."
-    for s in specials:
-        for t in specials:
-            if s != t and t.startswith(s):
-                raise ValueError(f"special tokens {s!r} and {t!r} overlap: tiktoken does not match special tokens "
-                                 "longest first, so its ids could differ from ours")
+    ordered = sorted(specials)  # if s is a prefix of t, every token sorted between them starts with s too,
+    for s, t in zip(ordered, ordered[1:]):  # so comparing neighbours finds a pair whenever there is one
+        if t.startswith(s):
+            raise ValueError(f"special tokens {_short(s)} and {_short(t)} overlap: tiktoken does not match special "
+                             "tokens longest first, so its ids could differ from ours")
+
 
 # %% ../nbs/05_artifacts.ipynb #1d5a941f
 def tiktoken_ranks(obj  # a `BPEModel` or a `Tokenizer`
@@ -578,33 +711,75 @@ def export_tiktoken(obj,  # a `BPEModel` or a `Tokenizer`
     return (atomic_write(out_dir / f"{name}.tiktoken", lines.encode("ascii")),
             atomic_write(out_dir / f"{name}.json", (json.dumps(meta, ensure_ascii=False, indent=1) + "\n").encode("utf-8")))
 
+# %% ../nbs/05_artifacts.ipynb #36886c38
+MAX_RANKS_BYTES = 1 << 25
+"The largest `.tiktoken` ranks file `read_ranks` reads (after gunzip): 32 MiB, nine times o200k's 3.6 MB."
+
+def _ranks_bytes(path: Path) -> bytes:
+    "The text of a ranks file, gunzipped if it is gzip; too long, unreadable or a broken gzip is an `ArtifactError`."
+    gz = False
+    try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+            f.seek(0)
+            with (gzip.GzipFile(fileobj=f) if gz else f) as g: data = g.read(MAX_RANKS_BYTES + 1)
+    except FileNotFoundError: raise ArtifactError(path, "no such file") from None
+    except IsADirectoryError: raise ArtifactError(path, "is a directory, not a file") from None
+    except (OSError, EOFError, gzip.BadGzipFile, ValueError) as e:
+        raise ArtifactError(path, f"cannot be read{' as gzip' if gz else ''}: {getattr(e, 'strerror', None) or e}") from None
+    if len(data) > MAX_RANKS_BYTES:
+        raise ArtifactError(path, f"holds more than {MAX_RANKS_BYTES:,} bytes{' (gunzipped)' if gz else ''}: "
+                                  "far more than any real encoding; refused")
+    return data
+
+def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), plain or gzip-compressed
+              ) -> dict[bytes, int]:
+    "tiktoken's `mergeable_ranks` from a `.tiktoken` file, every line checked; any problem is an `ArtifactError`."
+    path = Path(path)
+    ranks, lines = {}, {}  # token -> rank, rank -> line number
+    for n, line in enumerate(_ranks_bytes(path).splitlines(), 1):
+        if not line: continue  # tiktoken skips empty lines too
+        parts = line.split()
+        try:
+            if len(parts) != 2 or not parts[1].isdigit() or len(parts[1]) > 10: raise ValueError
+            tok, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
+            if not tok: raise ValueError
+        except ValueError: raise ArtifactError(path, f"line {n} is not 'base64 rank': {_short(line, 60)}") from None
+        if rank > MAX_ID: raise ArtifactError(path, f"line {n}: rank {rank:,} is above the largest id {MAX_ID:,}")
+        if tok in ranks: raise ArtifactError(path, f"line {n} repeats the token {_short(tok)} (rank {ranks[tok]})")
+        if rank in lines: raise ArtifactError(path, f"line {n} repeats rank {rank} (line {lines[rank]})")
+        ranks[tok], lines[rank] = rank, n
+    return ranks
+
+
 # %% ../nbs/05_artifacts.ipynb #c9e250e0
-def _read_tiktoken(directory: Path, name: str | None) -> tuple[str, dict[bytes, int], dict]:
+def _tiktoken_specials(specials, bad) -> dict[str, int]:
+    "Check special tokens read from a file (str -> id in `0..MAX_ID`, no two overlapping) and return them."
+    if not isinstance(specials, dict): raise bad(f"special_tokens must be an object, got {_jtype(specials)}")
+    for s, i in specials.items():
+        if not s: raise bad("a special token is the empty string")
+        try: _check_id(i, f"special token {_short(s)}"); _check_text("special token", s)
+        except ValueError as e: raise bad(str(e)) from None
+    try: _check_tiktoken_specials(specials)
+    except ValueError as e: raise bad(str(e)) from None
+    return dict(specials)
+
+def _read_tiktoken(directory: Path, name: str | None, trust_pattern: bool = False) -> tuple[str, dict[bytes, int], dict]:
     "`(name, ranks, meta)` from `NAME.tiktoken` + `NAME.json` in `directory` (NAME found if there is one)."
     if name is None:
         found = sorted(p.stem for p in directory.glob("*.tiktoken"))
-        if len(found) != 1: raise ArtifactError(directory, f"holds {len(found)} .tiktoken files {found}: pass name=")
+        if len(found) != 1: raise ArtifactError(directory, f"holds {len(found)} .tiktoken files {_short(found)}: pass name=")
         name = found[0]
     meta_path, ranks_path = directory / f"{name}.json", directory / f"{name}.tiktoken"
     meta = read_json(meta_path)
-    if not isinstance(meta, dict) or meta.get("schema") != "bpe_nb.tiktoken":
-        raise ArtifactError(meta_path, "is not a bpe_nb.tiktoken description")
+    bad = lambda problem: ArtifactError(meta_path, problem)
+    if not isinstance(meta, dict) or meta.get("schema") != "bpe_nb.tiktoken": raise bad("is not a bpe_nb.tiktoken description")
     if type(meta.get("version")) is not int or meta["version"] > 1:
-        raise ArtifactError(meta_path, f"version {meta.get('version')!r} is not one this bpe_nb reads (1)")
-    if not isinstance(meta.get("pat_str"), str) or not isinstance(meta.get("special_tokens"), dict):
-        raise ArtifactError(meta_path, "needs a string pat_str and a special_tokens object")
-    try: lines = ranks_path.read_bytes().splitlines()
-    except OSError as e: raise ArtifactError(ranks_path, f"cannot be read: {e.strerror or e}") from None
-    ranks, seen = {}, {}  # token -> rank, rank -> line
-    for n, line in enumerate(lines, 1):
-        try:
-            tok, rank = line.split()
-            tok, rank = base64.b64decode(tok, validate=True), int(rank)
-        except ValueError: raise ArtifactError(ranks_path, f"line {n} is not 'base64 rank': {line[:60]!r}") from None
-        if tok in ranks: raise ArtifactError(ranks_path, f"line {n} repeats the token {tok!r} (rank {ranks[tok]})")
-        if rank in seen: raise ArtifactError(ranks_path, f"line {n} repeats rank {rank} (line {seen[rank]})")
-        ranks[tok], seen[rank] = rank, n
-    return name, ranks, meta
+        raise bad(f"version {_short(meta.get('version'))} is not one this bpe_nb reads (1)")
+    if not isinstance(meta.get("pat_str"), str): raise bad("needs a string pat_str")
+    _check_pattern_trust(meta["pat_str"], meta_path, trust_pattern)
+    meta = {**meta, "special_tokens": _tiktoken_specials(meta.get("special_tokens"), bad)}
+    return name, read_ranks(ranks_path), meta
 
 def _tiktoken_dir(path, name: str | None) -> tuple[Path, str | None]:
     "`(directory, name)` of a directory written by `export_tiktoken`, or of one of its two files."
@@ -614,14 +789,16 @@ def _tiktoken_dir(path, name: str | None) -> tuple[Path, str | None]:
     if not directory.is_dir(): raise ArtifactError(directory, "no such directory")
     return directory, name
 
+
 # %% ../nbs/05_artifacts.ipynb #715c77ff
 def tiktoken_encoding(obj_or_dir,  # a `BPEModel`, a `Tokenizer`, or a directory written by `export_tiktoken`
-                      name: str | None = None  # the encoding's name (default: "bpe_nb", or the one file in the dir)
+                      name: str | None = None,  # the encoding's name (default: "bpe_nb", or the one file in the dir)
+                      *, trust_pattern: bool = False  # run a directory's pattern even if it is not a known one
                      ):
     "A `tiktoken.Encoding` that gives the ids of `obj_or_dir` (needs the `tiktoken` package)."
     import tiktoken
     if isinstance(obj_or_dir, (str, os.PathLike)):
-        name, ranks, meta = _read_tiktoken(*_tiktoken_dir(obj_or_dir, name))
+        name, ranks, meta = _read_tiktoken(*_tiktoken_dir(obj_or_dir, name), trust_pattern)
         pattern, specials = meta["pat_str"], meta["special_tokens"]
     else:
         ranks, (_, _, specials, pattern, _) = tiktoken_ranks(obj_or_dir), _parts(obj_or_dir)
@@ -629,7 +806,57 @@ def tiktoken_encoding(obj_or_dir,  # a `BPEModel`, a `Tokenizer`, or a directory
     _check_tiktoken_specials(specials)
     return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=dict(specials))
 
+
+# %% ../nbs/05_artifacts.ipynb #3e6d9d9d
+def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
+    "tiktoken's merging of `token`'s bytes with the ranks below `rank`: a list of pair ranks, min() each step, for short tokens."
+    parts, get = list(map(_BYTES.__getitem__, token)), ranks.get
+    rs = [get(a + b, rank) for a, b in zip(parts, parts[1:])]  # `rank` (or above): not mergeable here
+    while rs:
+        r = min(rs)
+        if r >= rank: break
+        i = rs.index(r)  # the lowest rank, leftmost on ties: tiktoken's choice
+        a, b = parts[i], parts[i + 1]
+        ab = parts[i] = a + b
+        if split.get(ab) != (a, b): raise _Inconsistent(token, rank, a, b)
+        del parts[i + 1], rs[i]
+        if i: rs[i - 1] = get(parts[i - 1] + ab, rank)
+        if i < len(rs): rs[i] = get(ab + parts[i + 1], rank)
+    return parts
+
+
+# %% ../nbs/05_artifacts.ipynb #f0823307
+def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
+    "The same parts as `_split_scan`, with a heap of `(rank, start)` and a linked list of parts: O(n log n)."
+    n, get = len(token), ranks.get
+    nxt = list(range(1, n + 1))  # nxt[s]: where the part starting at s ends (-1: s is no longer a part's start)
+    heap = [(r, s) for s in range(n - 1) if (r := get(token[s:s + 2])) is not None and r < rank]
+    heapq.heapify(heap)
+    prv = list(range(-1, n - 1))
+    while heap:
+        r, s = heapq.heappop(heap)  # the lowest rank, leftmost on ties: tiktoken's choice
+        e = nxt[s]
+        if e < 0 or e >= n or get(token[s:nxt[e]]) != r: continue  # stale: the pair at s has changed
+        a, b = token[s:e], token[e:nxt[e]]
+        if split.get(a + b) != (a, b): raise _Inconsistent(token, rank, a, b)
+        nxt[s], nxt[e] = nxt[e], -1
+        if nxt[s] < n:
+            prv[nxt[s]] = s
+            if (rr := get(token[s:nxt[nxt[s]]])) is not None and rr < rank: heapq.heappush(heap, (rr, s))
+        if (p := prv[s]) >= 0 and (rr := get(token[p:nxt[s]])) is not None and rr < rank:
+            heapq.heappush(heap, (rr, p))
+    parts, s = [], 0
+    while s < n: parts.append(token[s:nxt[s]]); s = nxt[s]
+    return parts
+
+
 # %% ../nbs/05_artifacts.ipynb #f96ed867
+_SPLIT_SCAN_MAX = 24  # tokens of at most this many bytes use `_split_scan`, longer ones `_split_heap`
+
+class _Inconsistent(Exception):
+    "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
+    def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
+
 def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: token bytes -> rank
                        bad  # problem -> the exception to raise
                       ) -> list[tuple[bytes, bytes]]:
@@ -637,33 +864,56 @@ def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: t
     split: dict[bytes, tuple[bytes, bytes]] = {}  # token -> its two parts, in rank order
     for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(token) == 1: continue
-        parts = [token[i:i + 1] for i in range(len(token))]
-        while True:  # tiktoken's merging on the token's bytes, with the ranks below its own
-            best, at = rank, -1
-            for i in range(len(parts) - 1):
-                r = ranks.get(parts[i] + parts[i + 1])
-                if r is not None and r < best: best, at = r, i
-            if at < 0: break
-            pair = (parts[at], parts[at + 1])
-            if split.get(pair[0] + pair[1]) != pair:
-                raise bad(f"tiktoken builds {pair[0] + pair[1]!r} from {pair!r} inside {token!r} (rank {rank}) but "
-                          f"from {split.get(pair[0] + pair[1])!r} on its own: no merge list gives tiktoken's ids")
-            parts[at:at + 2] = [pair[0] + pair[1]]
+        try: parts = (_split_scan if len(token) <= _SPLIT_SCAN_MAX else _split_heap)(token, rank, ranks, split)
+        except _Inconsistent as e:
+            raise bad(f"tiktoken builds {_short(e.a + e.b)} from {_short((e.a, e.b))} inside {_short(token)} (rank {rank}) "
+                      f"but from {_short(split.get(e.a + e.b))} on its own: no merge list gives tiktoken's ids") from None
         if len(parts) != 2:
-            raise bad(f"token {token!r} (rank {rank}) is not two lower-ranked tokens merged (tiktoken stops at "
-                      f"{len(parts)} parts {parts[:6]!r}): no merge list can produce it")
+            raise bad(f"token {_short(token)} (rank {rank}) is not two lower-ranked tokens merged (tiktoken stops at "
+                      f"{len(parts)} parts {_short(parts[:6])}): no merge list can produce it")
         split[token] = (parts[0], parts[1])
     return list(split.values())
 
+
 # %% ../nbs/05_artifacts.ipynb #5c0af033
+def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path) -> Tokenizer:
+    "The `Tokenizer` of tiktoken ranks (ids = ranks, gaps and all), special tokens and a pattern; problems blame `path`."
+    merges = _merges_from_ranks(ranks, lambda problem: ArtifactError(path, problem))
+    try:
+        with _gc_paused(): return Tokenizer({r: b for b, r in ranks.items()}, merges, specials, pattern=pattern)
+    except (ValueError, TypeError) as e: raise ArtifactError(path, f"is not a usable tokenizer: {e}") from e
+
 def import_tiktoken(path,  # a directory written by `export_tiktoken`, or its NAME.tiktoken or NAME.json
-                    name: str | None = None  # the encoding's name (default: the one .tiktoken file in the directory)
+                    name: str | None = None,  # the encoding's name (default: the one .tiktoken file in the directory)
+                    *, trust_pattern: bool = False  # run the pattern of NAME.json even if it is not a known one
                    ) -> Tokenizer:
     "Read `NAME.tiktoken` + `NAME.json` into a `Tokenizer` whose merges are those tiktoken's ranks imply; problems are `ArtifactError`s."
     directory, name = _tiktoken_dir(path, name)
-    name, ranks, meta = _read_tiktoken(directory, name)
-    ranks_path = directory / f"{name}.tiktoken"
-    merges = _merges_from_ranks(ranks, lambda problem: ArtifactError(ranks_path, problem))
-    try: return Tokenizer({r: b for b, r in ranks.items()}, merges, meta["special_tokens"], pattern=meta["pat_str"])
-    except (ValueError, TypeError) as e:
-        raise ArtifactError(ranks_path, f"with {name}.json, is not a usable tokenizer: {e}") from e
+    name, ranks, meta = _read_tiktoken(directory, name, trust_pattern)
+    return _ranks_tokenizer(ranks, meta["special_tokens"], meta["pat_str"], directory / f"{name}.tiktoken")
+
+
+# %% ../nbs/05_artifacts.ipynb #d43c360a
+_ENDOFTEXT, _FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX, _ENDOFPROMPT = (
+    "<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|endofprompt|>")
+ENCODINGS: dict[str, dict] = {
+    "gpt2": {"pattern": KNOWN_PATTERNS["gpt2"], "special_tokens": {_ENDOFTEXT: 50256}},
+    "r50k_base": {"pattern": KNOWN_PATTERNS["r50k_base"], "special_tokens": {_ENDOFTEXT: 50256}},
+    "p50k_base": {"pattern": KNOWN_PATTERNS["p50k_base"], "special_tokens": {_ENDOFTEXT: 50256}},
+    "cl100k_base": {"pattern": KNOWN_PATTERNS["cl100k_base"],
+                    "special_tokens": {_ENDOFTEXT: 100257, _FIM_PREFIX: 100258, _FIM_MIDDLE: 100259,
+                                       _FIM_SUFFIX: 100260, _ENDOFPROMPT: 100276}},
+    "o200k_base": {"pattern": KNOWN_PATTERNS["o200k_base"], "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}},
+}
+"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`)."
+
+
+# %% ../nbs/05_artifacts.ipynb #722b33c9
+def get_encoding(name: str,  # "gpt2", "r50k_base", "p50k_base", "cl100k_base" or "o200k_base"
+                 ranks_path  # the encoding's ranks: a local `NAME.tiktoken` file, plain or gzip (nothing is downloaded)
+                ) -> Tokenizer:
+    "The tokenizer of one of OpenAI's encodings: its pattern and special tokens built in, its ranks read from `ranks_path`."
+    if name not in ENCODINGS: raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+    enc = ENCODINGS[name]
+    return _ranks_tokenizer(read_ranks(ranks_path), dict(enc["special_tokens"]), enc["pattern"], Path(ranks_path))
+

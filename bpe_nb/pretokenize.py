@@ -46,7 +46,7 @@ KNOWN_PATTERNS = {"gpt2": GPT2_PATTERN, "r50k_base": R50K_PATTERN, "p50k_base": 
 "The pre-tokenizer regexes of the real encodings, by name: the patterns a tokenizer file may name without being trusted."
 
 # %% ../nbs/00_pretokenize.ipynb #d3d9d9c8
-PROVEN_PATTERNS = frozenset({GPT2_PATTERN, CL100K_PATTERN})
+PROVEN_PATTERNS = frozenset({GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN})
 "The patterns whose properties bpe_nb relies on are proven: they cover every text, and chapter 03's safe cuts hold."
 
 # %% ../nbs/00_pretokenize.ipynb #51782819

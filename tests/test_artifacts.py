@@ -226,7 +226,15 @@ CORRUPTIONS = {
     "top level is an array": (lambda g: b"[1, 2, 3]", "the top level is an array"),
     "no schema": (lambda g: _without(g, "schema").encode(), 'has no "schema" field'),
     "wrong schema name": (lambda g: _edit(g, schema="hf.tokenizer").encode(), "schema is 'hf.tokenizer'"),
-    "newer schema version": (lambda g: _edit(g, version=2).encode(), "schema version 2 is newer"),
+    "newer schema version": (lambda g: _edit(g, version=3).encode(), "schema version 3 is newer"),
+    "version 1 with a gap": (lambda g: _edit(g, special_tokens={EOT: 300}).encode(), "outside 0..265"),
+    "version 2, id beyond 32 bits": (lambda g: _edit(g, version=2, special_tokens={EOT: 2**31}).encode(),
+                                     "outside 0..2147483647"),
+    "absurd id": (lambda g: _edit(g, version=2, special_tokens={EOT: 10**12}).encode(), "outside 0..2147483647"),
+    "5,000-digit integer": (lambda g: g.replace('"version": 1', '"version": 1' + "0" * 4999).encode(),
+                            "integer of 5,000 digits"),
+    "NaN": (lambda g: g.replace('"version": 1', '"version": NaN').encode(), "NaN, which is not a JSON number"),
+    "unknown pattern": (lambda g: _edit(g, pattern=r"(?:a|aa)+b|\S+|\s+").encode(), "trust_pattern=True"),
     "version is a string": (lambda g: _edit(g, version="1").encode(), '"version" must be an integer'),
     "version 0": (lambda g: _edit(g, version=0).encode(), "schema version 0 does not exist"),
     "missing field": (lambda g: _without(g, "byte_ids").encode(), "field(s) ['byte_ids'] missing"),
@@ -251,7 +259,6 @@ CORRUPTIONS = {
                                             "has id 256, which is already merge 0"),
     "special id collides with a byte id": (lambda g: _edit(g, special_tokens={EOT: 97}).encode(),
                                            "which is already the single byte b'a'"),
-    "special id out of range": (lambda g: _edit(g, special_tokens={EOT: 300}).encode(), "outside 0..265"),
     "special id is a string": (lambda g: _edit(g, special_tokens={EOT: "265"}).encode(), "must have an integer id"),
     "empty special token": (lambda g: _edit(g, special_tokens={"": 265}).encode(), "empty string"),
     "pattern does not compile": (lambda g: _edit(g, pattern="(?<").encode(), "does not compile"),
@@ -278,8 +285,9 @@ def test_corrupt_file_gives_artifact_error(tmp_path, good, case, reader):
     make, phrase = CORRUPTIONS[case]
     path = tmp_path / "tok.json"
     if make is not None: path.write_bytes(make(good))
+    trust = case.startswith("pattern ")  # the pattern's own checks, for a file the caller trusts
     with pytest.raises(ArtifactError) as e:
-        reader(path)
+        reader(path, trust_pattern=True) if trust else reader(path)
     message = str(e.value)
     assert str(path) in message and phrase in message, message
     assert e.value.path == path
@@ -384,8 +392,8 @@ def test_save_refuses_what_the_format_cannot_hold(tmp_path):
     bytes_vocab = {i: bytes([i]) for i in range(256)}
     with pytest.raises(ValueError, match="neither a single byte, nor made by a merge"):
         save(BPEModel({**bytes_vocab, 256: b"orphan"}, []), tmp_path / "x.json")
-    with pytest.raises(ValueError, match="without gaps"):
-        save(BPEModel({**bytes_vocab, 300: b"ab"}, [(b"a", b"b")]), tmp_path / "x.json")
+    with pytest.raises(ValueError, match="ids are integers in 0..2,147,483,647"):
+        save(BPEModel({**bytes_vocab, 2**31: b"ab"}, [(b"a", b"b")]), tmp_path / "x.json")
     with pytest.raises(TypeError, match="expected a BPEModel or a Tokenizer"):
         save({"vocab": {}}, tmp_path / "x.json")
     with pytest.raises(ValueError, match="does not cover every text"):
@@ -450,11 +458,19 @@ def test_gpt2_import_errors(tmp_path, cs336):
     with pytest.raises(ArtifactError, match="no such file"):
         import_gpt2(tmp_path / "vocab.json", cs336 / "gpt2_merges.txt")
     (tmp_path / "vocab.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(ArtifactError, match="not a usable GPT-2 tokenizer file") as e:
+    with pytest.raises(ArtifactError, match="is not valid JSON") as e:
+        import_gpt2(tmp_path / "vocab.json", cs336 / "gpt2_merges.txt")
+    assert e.value.path == tmp_path / "vocab.json"
+    (tmp_path / "merges.txt").write_bytes(b"\xc4\xa0 t\n\xff\xfe x\n")  # not UTF-8: the error blames merges.txt
+    with pytest.raises(ArtifactError, match="is not valid UTF-8") as e:
+        import_gpt2(cs336 / "gpt2_vocab.json", tmp_path / "merges.txt")
+    assert e.value.path == tmp_path / "merges.txt"
+    (tmp_path / "vocab.json").write_text('{"a": 0, "b": 1000000000000}', encoding="utf-8")
+    with pytest.raises(ArtifactError, match="the token 'b' has id 1000000000000") as e:
         import_gpt2(tmp_path / "vocab.json", cs336 / "gpt2_merges.txt")
     assert e.value.path == tmp_path / "vocab.json"
     (tmp_path / "merges.txt").write_text("Ġ t\nthis line has three\n", encoding="utf-8")
-    with pytest.raises(ArtifactError, match="merges.txt:2") as e:
+    with pytest.raises(ArtifactError, match="merges.txt: line 2") as e:
         import_gpt2(cs336 / "gpt2_vocab.json", tmp_path / "merges.txt")
     assert e.value.path == tmp_path / "merges.txt"
     (tmp_path / "merges.txt").write_text("Ġ t\nzz qq\n", encoding="utf-8")  # tokens that are not in the vocab
@@ -601,8 +617,12 @@ def test_overlapping_special_tokens(tmp_path):
     assert ids.count(model.special_tokens[e2]) == 2 and ids.count(model.special_tokens[EOT]) == 2
     hf = tokenizers.Tokenizer.from_file(str(export_hf(model, tmp_path / "tokenizer.json")))
     assert hf.encode(text).ids == ids
-    with pytest.raises(ValueError, match=re.escape("'<|endoftext|>' and '<|endoftext|><|endoftext|>' overlap")):
+    with pytest.raises(ValueError, match=re.escape("'<|end' and '<|endoftext|>' overlap")):
         tiktoken_encoding(model)
+    with pytest.raises(ValueError, match=re.escape("'<|endoftext|>' and '<|endoftext|><|endoftext|>' overlap")):
+        two = {EOT: model.special_tokens[EOT], e2: model.special_tokens[e2]}
+        tiktoken_encoding(Tokenizer({i: b for i, b in model.vocab.items() if i != model.special_tokens["<|end"]},
+                                    model.merges, two))
     with pytest.raises(ValueError, match="overlap"):
         export_tiktoken(model, tmp_path / "tt")
     assert not (tmp_path / "tt").exists()

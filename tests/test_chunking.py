@@ -15,7 +15,8 @@ import bpe_nb.chunking as chunking
 from bpe_nb.chunking import (CountProgress, MissingSpecialTokenWarning, Piece, _Cutter, _Tally, _count_range,
                              count_pretokens_file, file_ranges, find_chunk_boundaries, read_pieces, train_bpe)
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
-from bpe_nb.pretokenize import CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens
+from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, PROVEN_PATTERNS, R50K_PATTERN,
+                                count_pretokens, pretokenize)
 
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, EOT + EOT, "<pad>"]
@@ -23,7 +24,11 @@ SPECIALS = [EOT, EOT + EOT, "<pad>"]
 # U+001C..U+001F separators that `re` calls whitespace and `regex` does not; contractions; digits; punctuation;
 # multi-byte characters of 2, 3 and 4 bytes; pieces of special tokens.
 PIECES = [" ", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", "\x0b", "\x1c", "\x85", "\u00a0", "\u2028", "\u3000",
-          "a", "Zz", "word", "'s", "'ll", "'", "12", "3", ".", "!?", "-", "é", "中", "👍", "<", "|>", "<|end"]
+          "a", "Zz", "word", "'s", "'ll", "'", "12", "3", ".", "!?", "-", "é", "中", "👍", "<", "|>", "<|end",
+          # o200k's case runs: upper-case runs, a title-case letter, letters of no case, a modifier letter, a combining
+          # mark (both case classes hold the last three), contraction suffixes, and its [\r\n/]* tail
+          "HELLO", "ǅ", "ʰ", "\u0301", "'T", "'Ll", "'r", "/", "\r"]
+BUILTIN = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]  # every pattern of PROVEN_PATTERNS
 text_st = st.lists(st.one_of(st.sampled_from(PIECES), st.sampled_from(SPECIALS)), max_size=40).map("".join)
 # Tests that count files without their special token on purpose silence the warning that says so.
 no_token_on_purpose = pytest.mark.filterwarnings("ignore::bpe_nb.chunking.MissingSpecialTokenWarning")
@@ -116,7 +121,7 @@ def test_re_whitespace_is_a_superset_of_regex_whitespace():
 
 
 @settings(max_examples=300, deadline=None)
-@given(text_st, st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\w+|\s+|[^\w\s]+"]))
+@given(text_st, st.sampled_from([*BUILTIN, r"\w+|\s+|[^\w\s]+"]))
 def test_every_allowed_cut_keeps_the_counts(text, pattern):
     data, whole = text.encode(), count_pretokens(text, SPECIALS, pattern)
     cutter = _Cutter(SPECIALS, pattern)
@@ -137,8 +142,47 @@ def test_the_space_rule_is_needed_and_unknown_patterns_only_cut_at_specials():
     assert _Cutter(["<|a|>", "<|a|><|a|>"], GPT2_PATTERN).last(b"x<|a|><|a|>", 11) == 1  # not inside the doubled token
 
 
+def test_every_builtin_pattern_is_proven():
+    assert PROVEN_PATTERNS == set(BUILTIN)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_st, st.sampled_from(BUILTIN))
+def test_a_space_after_a_non_space_splits_the_pre_tokens_exactly(text, pattern):
+    # The lemma of chapter 03 on strings, for every such space (not only the ASCII ones the byte-level cutter uses):
+    # the pre-tokens of L + R are those of L followed by those of R, in order.
+    rx = chunking.compile_pattern(pattern)
+    whole = rx.findall(text)
+    for p in range(1, len(text)):
+        if text[p] == " " and not regex.match(r"\s", text[p - 1]):
+            assert rx.findall(text[:p]) + rx.findall(text[p:]) == whole, (text, p)
+
+
+def test_o200k_looks_ahead_through_letters_but_a_space_stops_it():
+    # `中` (a letter of no case) lets o200k's upper-case run take "中HELLO" and then give it back: the pre-tokens of
+    # "中HELLO" change with what follows, so a cut between two pre-tokens is not safe; a cut before the space is.
+    assert pretokenize("中HELLO", O200K_PATTERN) == ["中".encode(), b"HELLO"]
+    assert pretokenize("中HELLOworld", O200K_PATTERN) == ["中HELLOworld".encode()]
+    assert pretokenize("it'l", O200K_PATTERN) + pretokenize("l", O200K_PATTERN) != pretokenize("it'll", O200K_PATTERN)
+    data = "中HELLO world".encode()
+    assert _Cutter([], O200K_PATTERN).first(data, 1, len(data)) == data.index(b" ")
+
+
+@no_token_on_purpose
+@pytest.mark.parametrize("pattern", BUILTIN)
+def test_a_file_without_special_tokens_is_cut_and_counted_exactly_under_every_builtin_pattern(tmp_path, sample_text, pattern):
+    text = sample_text[:200_000].replace(EOT, "\n") + " 中HELLO world it'll HELLOworld e\u0301 ǅx"
+    p = tmp_path / "plain.txt"; p.write_text(text, encoding="utf-8")
+    ranges = file_ranges(p, 3, [EOT], pattern, min_chunk_size=1 << 12)
+    assert len(ranges) >= 12
+    ex = InlineExecutor()
+    assert count_pretokens_file(p, [EOT], workers=3, executor=ex, pattern=pattern, min_chunk_size=1 << 12,
+                                piece_size=999) == count_pretokens(text, [], pattern)
+    assert ex.calls == len(ranges)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(text_st, min_size=1, max_size=4), st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\S+|\s+"]),
+@given(st.lists(text_st, min_size=1, max_size=4), st.sampled_from([*BUILTIN, r"\S+|\s+"]),
        st.integers(1, 8))
 def test_tally_equals_count_pretokens(texts, pattern, max_parts):
     # Pieces are independent documents here (joined by a special token), as the workers' pieces are.
@@ -161,7 +205,7 @@ def test_file_counts_equal_single_process_counts_on_the_sample(workers, tinystor
 @no_token_on_purpose
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text_st, st.integers(1, 40), st.integers(1, 7), st.integers(1, 9),
-       st.sampled_from([[EOT], SPECIALS, []]), st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\w+|\s+|[^\w\s]+"]))
+       st.sampled_from([[EOT], SPECIALS, []]), st.sampled_from([*BUILTIN, r"\w+|\s+|[^\w\s]+"]))
 def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, piece_size, workers, window, specials, pattern):
     # Tiny look-ahead windows and tiny pieces put specials and multi-byte characters across every kind of edge.
     monkeypatch.setattr(chunking, "_SNAP_WINDOW", window)
@@ -401,7 +445,7 @@ def test_the_proven_patterns_constant_is_the_one_of_pretokenize():
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text_st, st.integers(1, 30), st.integers(1, 6), st.sampled_from([[EOT], SPECIALS, []]),
-       st.sampled_from([GPT2_PATTERN, CL100K_PATTERN, r"\S+|\s+"]))
+       st.sampled_from([*BUILTIN, r"\S+|\s+"]))
 def test_file_ranges_and_read_pieces_cut_only_where_nothing_changes(tmp_path, text, piece_size, workers, specials, pattern):
     p = tmp_path / "t.txt"; p.write_bytes(text.encode())
     ranges = file_ranges(p, workers, specials, pattern, min_chunk_size=1)
