@@ -25,8 +25,9 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
            'command', 'arguments', 'build_parser', 'main', 'check_output_path', 'same_file', 'check_not_input',
            'find_invalid_utf8', 'read_lines', 'longest_tokens', 'format_tokens', 'length_histogram', 'format_histogram',
            'show_progress', 'bundled_corpus', 'cmd_train', 'add_tokenizer_arguments', 'sniff_tokenizer',
-           'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype', 'read_id_array',
-           'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect', 'cmd_export', 'cmd_explain']
+           'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype', 'bin_dtype',
+           'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect', 'cmd_export',
+           'cmd_explain']
 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
@@ -644,7 +645,7 @@ def _encode_to_file(tok, args) -> int:
     print(f"wrote {n:,} ids ({dtype}) to {out}")
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #eddffdcb
+# %% ../nbs/06_cli.ipynb #2d8c4df3
 @arguments("decode", "ids to text",
            "Read ids and write their text, adding nothing. Text input: whitespace-separated ids, one line of ids "
            "per output line, so encode | decode gives back the input exactly. A .npy file (detected from its "
@@ -656,7 +657,8 @@ def _decode_arguments(d: argparse.ArgumentParser):
     add_tokenizer_arguments(d)
     d.add_argument("--dtype", choices=ID_DTYPES, default=None,
                    help="integer type of a raw .bin input (default: what 'encode --out' chooses for this "
-                        "tokenizer: uint16 if every id fits, else uint32); implies a raw input")
+                        "tokenizer, uint16 if every id fits, else uint32; uint32 also when the file holds uint32 "
+                        "ids below 65,536); implies a raw input")
 
 # %% ../nbs/06_cli.ipynb #a9af5cb8
 def parse_ids(line: str,  # one line of whitespace-separated ids
@@ -669,7 +671,7 @@ def parse_ids(line: str,  # one line of whitespace-separated ids
         ids.append(int(tok))
     return ids
 
-# %% ../nbs/06_cli.ipynb #0681ead1
+# %% ../nbs/06_cli.ipynb #465457e2
 NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 
 def ids_file_kind(name: str,  # decode's FILE ("-" is stdin)
@@ -684,6 +686,16 @@ def ids_file_kind(name: str,  # decode's FILE ("-" is stdin)
 def default_dtype(tok) -> str:
     "The dtype `encode --out` chooses for `tok` without --dtype: uint16 if every id fits, else uint32."
     return "uint16" if max(tok.vocab) < 2**16 else "uint32"
+
+def bin_dtype(name: str,  # a raw .bin file of ids
+              tok  # the tokenizer that will decode it
+             ) -> str:
+    "The width of a raw .bin read without --dtype: `default_dtype`, except uint32 for small uint32 ids (every other 16-bit word 0)."
+    import numpy as np
+    if default_dtype(tok) == "uint32": return "uint32"
+    size = Path(name).stat().st_size
+    if size >= 8 and size % 4 == 0 and not np.memmap(name, dtype=np.uint16, mode="r")[1::2].any(): return "uint32"
+    return "uint16"
 
 # %% ../nbs/06_cli.ipynb #973c5e22
 def read_id_array(name: str,  # a .npy or raw .bin file
@@ -706,7 +718,7 @@ def read_id_array(name: str,  # a .npy or raw .bin file
                        f"each); was it written with another --dtype?")
     return np.memmap(name, dtype=dt, mode="r") if size else np.zeros(0, dtype=dt)
 
-# %% ../nbs/06_cli.ipynb #3e494ac9
+# %% ../nbs/06_cli.ipynb #92e858e8
 class _ByteSink:
     "Write bytes to a text stream: to its binary buffer when it has one (the exact bytes), else as text."
     def __init__(self, stream):
@@ -730,7 +742,8 @@ def cmd_decode(args) -> int:
     where = "stdin" if args.input == "-" else f"'{args.input}'"
     sink, kind = _ByteSink(sys.stdout), ids_file_kind(args.input, args.dtype)
     if kind != "text":
-        _decode_array(tok, read_id_array(args.input, kind, args.dtype or default_dtype(tok)), where, sink)
+        dtype = args.dtype or (bin_dtype(args.input, tok) if kind == "bin" else None)
+        _decode_array(tok, read_id_array(args.input, kind, dtype), where, sink)
     else:
         for lineno, line in enumerate(read_lines(args.input), 1):
             ids = parse_ids(line, f"{where} line {lineno}")

@@ -240,6 +240,7 @@ def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
     for name, extra in [("ids.npy", []), ("ids.bin", []), ("ids32.bin", ["--dtype", "uint32"]), ("ids32.npy", ["--dtype", "uint32"])]:
         ok(cli("encode", "-t", tok_path, src, "--out", tmp_path / name, "--workers", 1, *extra))
         assert cli("decode", "-t", tok_path, tmp_path / name, *extra).stdout == text, name
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name   # the width from the content
     (tmp_path / "ids.npy").rename(tmp_path / "renamed.dat")          # a .npy is recognised by its magic bytes
     assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "renamed.dat")) == text
     (tmp_path / "ids32.bin").rename(tmp_path / "raw.data")            # --dtype marks any file as raw ids
