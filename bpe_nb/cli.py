@@ -515,7 +515,7 @@ def _sniff_text(path: Path, head: bytes) -> tuple[str, tuple[Path, ...]]:
             " (a GPT-2 merges.txt needs vocab.json beside it)" if merges else "")
     raise _not_a_tokenizer(path, "not a tokenizer file" + hint)
 
-# %% ../nbs/06_cli.ipynb #6a26e5be
+# %% ../nbs/06_cli.ipynb #05f7b997
 def sniff_tokenizer(path: Path  # a file or a directory
                    ) -> tuple[str, tuple[Path, ...]]:
     "Which tokenizer format `path` holds, from the content: `(kind, files)`, kind one of native, hf, tiktoken, gpt2."
@@ -524,8 +524,10 @@ def sniff_tokenizer(path: Path  # a file or a directory
     if path.is_dir():
         if (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
             return "gpt2", (path / "vocab.json", path / "merges.txt")
-        for name in sorted(p.name for p in path.glob("*.tiktoken")) + ["tokenizer.json", DEFAULT_OUT]:
-            if (path / name).is_file(): return sniff_tokenizer(path / name)
+        ranks = sorted(path.glob("*.tiktoken"))
+        for f in [r for r in ranks if r.with_suffix(".json").is_file()] + [path / "tokenizer.json", path / DEFAULT_OUT]:
+            if f.is_file(): return sniff_tokenizer(f)
+        if ranks: return sniff_tokenizer(ranks[0])  # its error says what is missing
         raise _not_a_tokenizer(path, "a directory that holds none of them")
     if not path.exists(): raise CLIError(f"cannot load tokenizer {path}: no such file")
     with open(path, "rb") as f: head = f.read(4096)

@@ -651,12 +651,13 @@ def test_encoding_with_ranks_equals_tiktoken(trained, forms, tmp_path):
     assert "Ġ" in (tmp_path / "hf" / "tokenizer.json").read_text(encoding="utf-8")
     # an OpenAI ranks file given to -t: the error says to use --encoding
     fails(cli("encode", "-t", _bare_ranks(ranks, tmp_path)), 1, "need gpt2.json beside them", "--encoding NAME --ranks")
+    fails(cli("inspect", _bare_ranks(ranks, tmp_path).parent), 1, "need gpt2.json beside them")   # its directory too
 
 
 def _bare_ranks(ranks: Path, tmp_path: Path) -> Path:
     "A copy of a ranks file without the NAME.json beside it (as OpenAI's files come)."
     bare = tmp_path / "bare" / "gpt2.tiktoken"
-    bare.parent.mkdir()
+    bare.parent.mkdir(exist_ok=True)
     bare.write_bytes(ranks.read_bytes())
     return bare
 
