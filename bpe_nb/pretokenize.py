@@ -10,8 +10,8 @@ from functools import lru_cache
 
 # %% auto #0
 __all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS',
-           'compile_pattern', 'pretokenize', 'check_pattern', 'special_pattern', 'split_special', 'count_pretokens',
-           'bytes_to_unicode', 'unicode_to_bytes', 'bytes_to_printable', 'printable_to_bytes']
+           'compile_pattern', 'pretokenize', 'special_pattern', 'split_special', 'count_pretokens', 'bytes_to_unicode',
+           'unicode_to_bytes', 'check_pattern', 'bytes_to_printable', 'printable_to_bytes']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
 import regex
@@ -56,33 +56,6 @@ def compile_pattern(pattern: str = GPT2_PATTERN  # a pre-tokenizer regex in `reg
     "Compile `pattern` with the `regex` package, once per distinct pattern."
     return regex.compile(pattern)
 
-# %% ../nbs/00_pretokenize.ipynb #971300ed
-def _uncovered(text: str, found: list[str], rx: regex.Pattern) -> int:
-    "-1 if `found`, the matches of `rx` in `text`, cover all of it; else the index of the first character they skip."
-    if sum(map(len, found)) == len(text): return -1  # non-overlapping matches: equal lengths mean full cover
-    pos = 0
-    for m in rx.finditer(text):
-        if m.start() > pos: break
-        pos = m.end()
-    return pos
-
-def _not_covered(pattern: str, char: str, where: str) -> ValueError:
-    "The error for a character that no match of `pattern` takes."
-    return ValueError(f"pattern {pattern!r} does not cover the text: {char!r} at {where} is in no match, so "
-                      "pre-tokenizing would silently drop it (a pre-tokenizer must match every character)")
-
-def _check_groups(rx: regex.Pattern, pattern: str):
-    "Refuse a capturing group: `findall` would return the groups, not the pre-tokens."
-    if rx.groups: raise ValueError(f"pattern {pattern!r} has a capturing group: findall would return the group, "
-                                   "not the whole match; write (?:...) instead")
-
-# %% ../nbs/00_pretokenize.ipynb #b9937808
-def _check_utf8(text: str):
-    "Raise `ValueError` naming the first lone surrogate in `text`, which UTF-8 cannot encode."
-    m = regex.search(r"[\ud800-\udfff]", text)
-    if m: raise ValueError(f"text has a lone surrogate U+{ord(m.group()):04X} at index {m.start()}; "
-                           "it cannot be encoded as UTF-8")
-
 # %% ../nbs/00_pretokenize.ipynb #447e247d
 def pretokenize(text: str,  # the text to cut (no special-token handling here)
                 pattern: str = GPT2_PATTERN  # the pre-tokenizer regex
@@ -97,32 +70,6 @@ def pretokenize(text: str,  # the text to cut (no special-token handling here)
         found = [m for m in found if m]  # an empty match holds no text
     try: return [m.encode("utf-8") for m in found]
     except UnicodeEncodeError: _check_utf8(text); raise
-
-# %% ../nbs/00_pretokenize.ipynb #561930c1
-_PROBE = ("Hello, world! It's 12:30; don't PANIC.\n\n  \tnaïve café Ωμέγα 中文，日本語 ٣٤ ½ Ⅻ 👍🏽👨‍👩‍👧 "
-          "e\u0301 \u00a0\u2028\u3000\ufeff€ \U0001d400x" + "".join(map(chr, range(128))))  # every ASCII character too
-
-@lru_cache(maxsize=None)
-def _checked(pattern: str) -> regex.Pattern:
-    "`check_pattern` without the type check (cached: exceptions are not)."
-    try: rx = compile_pattern(pattern)
-    except (regex.error, RecursionError) as e: raise ValueError(f"pattern {pattern!r} is not a valid regex: {e}") from None
-    if pattern in PROVEN_PATTERNS: return rx
-    _check_groups(rx, pattern)
-    found = rx.findall(_PROBE)
-    if rx.search("") is not None or not all(found):
-        raise ValueError(f"pattern {pattern!r} can match the empty string: a pre-token must hold at least one character")
-    i = _uncovered(_PROBE, found, rx)
-    if i >= 0:
-        raise ValueError(f"pattern {pattern!r} does not cover every text: on a test text its matches skip {_PROBE[i]!r}, "
-                         "which pre-tokenizing would silently drop (a pre-tokenizer must match every character)")
-    return rx
-
-def check_pattern(pattern: str  # a pre-tokenizer regex in `regex` syntax
-                 ) -> regex.Pattern:
-    "`compile_pattern(pattern)`, after checking it can pre-tokenize: no capturing group, no empty match, full cover of a test text."
-    if not isinstance(pattern, str): raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
-    return _checked(pattern)
 
 # %% ../nbs/00_pretokenize.ipynb #dd174d48
 @lru_cache(maxsize=256)
@@ -167,17 +114,6 @@ def count_pretokens(text: str,  # the training text
     try: return Counter({s.encode("utf-8"): n for s, n in counts.items()})
     except UnicodeEncodeError: _check_utf8(text); raise
 
-# %% ../nbs/00_pretokenize.ipynb #8a5f348e
-def _first_uncovered(text: str, special_tokens: Iterable[str], pattern: str) -> int:
-    "The index of the first character of `text` that is in no special token and no match of `pattern`, or -1."
-    rx, specials, pos = compile_pattern(pattern), set(special_tokens), 0
-    for piece in split_special(text, specials):
-        if piece not in specials:
-            i = _uncovered(piece, rx.findall(piece), rx)
-            if i >= 0: return pos + i
-        pos += len(piece)
-    return -1
-
 # %% ../nbs/00_pretokenize.ipynb #143cd0cc
 @lru_cache(maxsize=None)
 def bytes_to_unicode() -> dict[int, str]:
@@ -193,6 +129,70 @@ def bytes_to_unicode() -> dict[int, str]:
 def unicode_to_bytes() -> dict[str, int]:
     "The inverse of `bytes_to_unicode`: printable character → byte value."
     return {c: b for b, c in bytes_to_unicode().items()}
+
+# %% ../nbs/00_pretokenize.ipynb #971300ed
+def _uncovered(text: str, found: list[str], rx: regex.Pattern) -> int:
+    "-1 if `found`, the matches of `rx` in `text`, cover all of it; else the index of the first character they skip."
+    if sum(map(len, found)) == len(text): return -1  # non-overlapping matches: equal lengths mean full cover
+    pos = 0
+    for m in rx.finditer(text):
+        if m.start() > pos: break
+        pos = m.end()
+    return pos
+
+def _not_covered(pattern: str, char: str, where: str) -> ValueError:
+    "The error for a character that no match of `pattern` takes."
+    return ValueError(f"pattern {pattern!r} does not cover the text: {char!r} at {where} is in no match, so "
+                      "pre-tokenizing would silently drop it (a pre-tokenizer must match every character)")
+
+def _check_groups(rx: regex.Pattern, pattern: str):
+    "Refuse a capturing group: `findall` would return the groups, not the pre-tokens."
+    if rx.groups: raise ValueError(f"pattern {pattern!r} has a capturing group: findall would return the group, "
+                                   "not the whole match; write (?:...) instead")
+
+# %% ../nbs/00_pretokenize.ipynb #8a5f348e
+def _first_uncovered(text: str, special_tokens: Iterable[str], pattern: str) -> int:
+    "The index of the first character of `text` that is in no special token and no match of `pattern`, or -1."
+    rx, specials, pos = compile_pattern(pattern), set(special_tokens), 0
+    for piece in split_special(text, specials):
+        if piece not in specials:
+            i = _uncovered(piece, rx.findall(piece), rx)
+            if i >= 0: return pos + i
+        pos += len(piece)
+    return -1
+
+# %% ../nbs/00_pretokenize.ipynb #561930c1
+_PROBE = ("Hello, world! It's 12:30; don't PANIC.\n\n  \tnaïve café Ωμέγα 中文，日本語 ٣٤ ½ Ⅻ 👍🏽👨‍👩‍👧 "
+          "e\u0301 \u00a0\u2028\u3000\ufeff€ \U0001d400x" + "".join(map(chr, range(128))))  # every ASCII character too
+
+@lru_cache(maxsize=None)
+def _checked(pattern: str) -> regex.Pattern:
+    "`check_pattern` without the type check (cached: exceptions are not)."
+    try: rx = compile_pattern(pattern)
+    except (regex.error, RecursionError) as e: raise ValueError(f"pattern {pattern!r} is not a valid regex: {e}") from None
+    if pattern in PROVEN_PATTERNS: return rx
+    _check_groups(rx, pattern)
+    found = rx.findall(_PROBE)
+    if rx.search("") is not None or not all(found):
+        raise ValueError(f"pattern {pattern!r} can match the empty string: a pre-token must hold at least one character")
+    i = _uncovered(_PROBE, found, rx)
+    if i >= 0:
+        raise ValueError(f"pattern {pattern!r} does not cover every text: on a test text its matches skip {_PROBE[i]!r}, "
+                         "which pre-tokenizing would silently drop (a pre-tokenizer must match every character)")
+    return rx
+
+def check_pattern(pattern: str  # a pre-tokenizer regex in `regex` syntax
+                 ) -> regex.Pattern:
+    "`compile_pattern(pattern)`, after checking it can pre-tokenize: no capturing group, no empty match, full cover of a test text."
+    if not isinstance(pattern, str): raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    return _checked(pattern)
+
+# %% ../nbs/00_pretokenize.ipynb #b9937808
+def _check_utf8(text: str):
+    "Raise `ValueError` naming the first lone surrogate in `text`, which UTF-8 cannot encode."
+    m = regex.search(r"[\ud800-\udfff]", text)
+    if m: raise ValueError(f"text has a lone surrogate U+{ord(m.group()):04X} at index {m.start()}; "
+                           "it cannot be encoded as UTF-8")
 
 # %% ../nbs/00_pretokenize.ipynb #96c4f7e0
 _TO_PRINTABLE = dict(bytes_to_unicode())  # `str.translate` table: byte (as a Latin-1 code point) -> printable char

@@ -67,8 +67,9 @@ from bpe_nb.pretokenize import PROVEN_PATTERNS, check_pattern, unicode_to_bytes 
 NO_DIGITS = r"[^\d]+"  # covers everything but digits: the first digit must be named
 
 
-def test_proven_patterns_are_the_two_builtin_ones():
-    assert PROVEN_PATTERNS == {GPT2_PATTERN, CL100K_PATTERN}
+def test_proven_patterns_are_builtin_ones():
+    from bpe_nb.pretokenize import KNOWN_PATTERNS
+    assert {GPT2_PATTERN, CL100K_PATTERN} <= PROVEN_PATTERNS <= set(KNOWN_PATTERNS.values())
     for p in PROVEN_PATTERNS: assert check_pattern(p) is pretok.compile_pattern(p)
 
 
@@ -143,3 +144,39 @@ def test_printable_form_rejects_non_strings_and_maps_every_byte():
     assert printable_to_bytes(bytes_to_printable(bytes(range(256)))) == bytes(range(256))
     for c in " \n\t\x7f\xad\uffff":  # not in the table, whether below 256 or not
         with pytest.raises(ValueError, match="not a GPT-2 printable byte"): printable_to_bytes("Ġ" + c)
+
+
+# ---------------------------------------------------------------- the patterns of the real encodings
+from bpe_nb.pretokenize import KNOWN_PATTERNS, O200K_PATTERN, R50K_PATTERN  # noqa: E402
+
+# Whitespace, apostrophes and case changes are where the spellings of a pattern could disagree.
+tricky = st.text(alphabet=" \t\n\r\u00a0\u3000'’aZé\u0301ǅ1٣½!/$中👍", max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(utf8_text | tricky, st.sampled_from(sorted(KNOWN_PATTERNS)))
+def test_every_known_pattern_covers_arbitrary_text(text, name):
+    pattern = KNOWN_PATTERNS[name]
+    found = pretok.compile_pattern(pattern).findall(text)   # the raw matches, before any check
+    assert "".join(found) == text and all(found)
+    assert b"".join(pretokenize(text, pattern)) == text.encode()
+    assert sum(count_pretokens(text, (), pattern).values()) == len(found)
+    assert check_pattern(pattern).pattern == pattern
+
+
+@settings(max_examples=500, deadline=None)
+@given(utf8_text | tricky)
+def test_r50k_spelling_gives_exactly_the_gpt2_pretokens(text):
+    assert pretokenize(text, R50K_PATTERN) == pretokenize(text, GPT2_PATTERN)
+
+
+def test_known_patterns_are_tiktokens(monkeypatch):
+    import tiktoken_ext.openai_public as openai_public   # tiktoken is a dev requirement: no skip
+    # The encoding constructors download their ranks first; only their pattern is compared here.
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *a, **k: {})
+    monkeypatch.setattr(openai_public, "data_gym_to_mergeable_bpe_ranks", lambda *a, **k: {})
+    assert KNOWN_PATTERNS["gpt2"] == GPT2_PATTERN and KNOWN_PATTERNS["cl100k_base"] == CL100K_PATTERN
+    assert KNOWN_PATTERNS["o200k_base"] == O200K_PATTERN
+    for name in ("r50k_base", "p50k_base", "cl100k_base", "o200k_base"):
+        assert KNOWN_PATTERNS[name] == getattr(openai_public, name)()["pat_str"], name
+    assert openai_public.gpt2()["pat_str"] == R50K_PATTERN   # tiktoken spells GPT-2's pattern as r50k's

@@ -17,8 +17,9 @@ DIRECTIVE = re.compile(r"^\s*#\|.*$\n?", re.M)
 
 
 def _hidden(cell) -> bool:
-    "True for cells nbdev would hide from the docs."
-    return any(re.match(r"\s*#\|\s*(hide|export|exporti)\b", l) for l in cell.source.splitlines()[:5])
+    "True for cells nbdev would hide from the docs, and for figures (a README cannot embed them)."
+    if any(re.match(r"\s*#\|\s*(hide|export|exporti)\b", l) for l in cell.source.splitlines()[:5]): return True
+    return any(k.startswith("image/") for o in cell.get("outputs", []) for k in o.get("data", {}))
 
 
 def main(src: Path = ROOT / "nbs" / "index.ipynb", dest: Path = ROOT / "README.md") -> None:
@@ -36,7 +37,7 @@ def main(src: Path = ROOT / "nbs" / "index.ipynb", dest: Path = ROOT / "README.m
     tmp.unlink()
     node.metadata["language_info"] = {"name": "python"}   # so code blocks are fenced as python
     body, _ = MarkdownExporter().from_notebook_node(node)
-    body = re.sub(r"\]\((\d\d_\w+\.ipynb)\)", r"](nbs/\1)", body)   # chapter links, relative to the repo root
+    body = re.sub(r"\]\((\w+\.ipynb(?:#[\w-]+)?)\)", r"](nbs/\1)", body)   # links to notebooks, relative to the repo root
     note = "<!-- Generated from nbs/index.ipynb by tools/make_readme.py (make readme): edit the notebook, not this file. -->\n\n"
     dest.write_text(note + body.strip() + "\n", encoding="utf-8")
     print(f"wrote {dest.relative_to(ROOT)}")
