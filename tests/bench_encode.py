@@ -10,6 +10,10 @@ Measures, on this machine, in one run (the ratios are what matters; absolute fig
    directory, deleted afterwards). Target: 2 workers >= 1.7x one worker.
 4. `encode_iterable` over that file in a fresh subprocess: its peak RSS (VmHWM; ru_maxrss is shown
    too). Target: < 100 MB.
+5. `encode_batch` of --batch-mb of documents (the sample repeated), warm cache: one process against the
+   process pool (`workers` = 2 and every usable core), in wall time and in CPU seconds of the parent and
+   of the workers (the CPU split is what decides when a pool pays, whatever the load), next to
+   tiktoken's `encode_batch`.
 Not collected by pytest (the file name does not start with test_).
 """
 import os
@@ -89,6 +93,14 @@ def bench_sample(ours, tik, hf, repeats: int):
     print(f"   tiktoken           {mb / t_tik:6.2f} MB/s  ({t_tik:.3f} s)")
     print(f"   ratios: bpe_nb warm / HF = {t_hf / warm:.2f}x (target >= 1), bpe_nb warm / tiktoken = "
           f"{t_tik / warm:.2f} (aim >= 0.5); cold / HF = {t_hf / cold:.2f}x")
+    def cpu_of(f):  # CPU seconds of this process: unlike wall time, not inflated by a busy machine
+        t = time.process_time(); f(); return time.process_time() - t
+    ours._cache.clear()
+    c_cold = cpu_of(lambda: ours.encode(text))
+    c_warm = min(cpu_of(lambda: ours.encode(text)) for _ in range(repeats))
+    c_tik = min(cpu_of(lambda: tik.encode(text, allowed_special="all")) for _ in range(repeats))
+    print(f"   in CPU seconds: bpe_nb cold {c_cold:.3f}, warm {c_warm:.3f}, tiktoken {c_tik:.3f}: "
+          f"bpe_nb / tiktoken speed = {c_tik / c_cold:.2f} cold, {c_tik / c_warm:.2f} warm (target >= 0.8)")
 
 
 def bench_long(ours, hf, tik, repeats: int):
@@ -160,16 +172,44 @@ def bench_stream_rss(big: Path):
     print(f"   (ru_maxrss {maxrss / 1024:.1f} MiB: inherited from this benchmark process across fork + exec)")
 
 
+def bench_batch(ours, tik, batch_mb: int):
+    import bpe_nb.encoder as encoder
+    sample = SAMPLE.read_text(encoding="utf-8")
+    docs = (sample * max(1, round(batch_mb * 1e6 / len(sample))))[:int(batch_mb * 1e6)].split(EOT)
+    ours.encode(sample)  # warm: forked workers inherit the cache
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    print(f"\n5. encode_batch of {len(docs):,} documents, {batch_mb} MB, warm cache:")
+    expected = tik.encode_batch(docs, allowed_special="all", num_threads=usable)
+    def cpu():
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+    saved = encoder._BATCH_MIN_CHARS, encoder._BATCH_MIN_WORKERS
+    encoder._BATCH_MIN_CHARS, encoder._BATCH_MIN_WORKERS = 0, 2  # force the pool for every worker count above 1
+    try:
+        for workers in sorted({1, 2, usable}):
+            (p0, k0), t = cpu(), time.perf_counter()
+            got = ours.encode_batch(docs, workers=workers)
+            wall, (p1, k1) = time.perf_counter() - t, cpu()
+            assert got == expected, "ids differ from tiktoken"
+            print(f"   workers={workers}: {wall:.2f} s wall; CPU s: parent {p1 - p0:.2f}, workers {k1 - k0:.2f}")
+    finally: encoder._BATCH_MIN_CHARS, encoder._BATCH_MIN_WORKERS = saved
+    t = time.perf_counter(); tik.encode_batch(docs, allowed_special="all", num_threads=usable)
+    print(f"   tiktoken encode_batch, {usable} threads: {time.perf_counter() - t:.2f} s wall")
+    print("   a pool pays when parent CPU + (workers CPU / workers) < the one-process CPU")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--file-mb", type=int, default=100, help="size of the encode_file / encode_iterable file (0: skip)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--batch-mb", type=int, default=16, help="size of the encode_batch benchmark (0: skip)")
     args = p.parse_args()
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print("machine:", machine())
     ours, tik, hf = build_all()
     bench_sample(ours, tik, hf, args.repeats)
     bench_long(ours, hf, tik, args.repeats)
+    if args.batch_mb > 0: bench_batch(ours, tik, args.batch_mb)
     if args.file_mb > 0:
         tmp = Path(tempfile.mkdtemp(prefix="bench_encode_"))
         try:

