@@ -9,17 +9,18 @@ import os
 import re
 import threading
 import warnings
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from itertools import islice
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from itertools import chain, islice
 from math import ceil
 from time import perf_counter
 from typing import BinaryIO, Iterator, NamedTuple
 
 # %% auto #0
 __all__ = ['find_chunk_boundaries', 'Piece', 'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning',
-           'count_pretokens_file', 'train_bpe']
+           'count_pretokens_file', 'train_bpe', 'train_from_iterator']
 
 # %% ../nbs/03_parallel_chunking.ipynb #7a590c52
 from tqdm import tqdm
@@ -30,6 +31,9 @@ from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _not_co
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
 
+# %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
+from fastcore.basics import patch
+
 # %% ../nbs/03_parallel_chunking.ipynb #58707949
 def _check_int(name: str, value, least: int = 1):
     "Raise `TypeError` unless `value` is an int, `ValueError` if it is below `least`; the message names both."
@@ -37,7 +41,7 @@ def _check_int(name: str, value, least: int = 1):
         raise TypeError(f"{name} must be an int, got {value!r}")
     if value < least: raise ValueError(f"{name} must be >= {least}, got {value}")
 
-# %% ../nbs/03_parallel_chunking.ipynb #fb590e2b
+# %% ../nbs/03_parallel_chunking.ipynb #82f23d6a
 class _Cutter:
     "Where a byte buffer may be cut without changing its pre-token counts: at special tokens, and (when proven) spaces."
     def __init__(self, special_tokens: Sequence[str | bytes],  # str tokens are encoded as UTF-8
@@ -47,35 +51,42 @@ class _Cutter:
         self.spaces = pattern in PROVEN_PATTERNS  # the space rule is proven for these patterns only
         self.context = max([len(t) for t in self.tokens] + [1])  # bytes needed on each side of a cut to judge it
 
-    def straddled(self, buf: bytes, p: int) -> bool:
-        "True if an occurrence of a special token starts before `p` and ends after it."
-        for t in self.tokens:
-            if len(t) > 1:
-                k = buf.find(t, max(0, p - len(t) + 1), p + len(t) - 1)
-                if k != -1 and k < p: return True
-        return False
+# %% ../nbs/03_parallel_chunking.ipynb #3511244f
+@patch
+def straddled(self: _Cutter, buf: bytes, p: int) -> bool:
+    "True if an occurrence of a special token starts before `p` and ends after it."
+    for t in self.tokens:
+        if len(t) > 1:
+            k = buf.find(t, max(0, p - len(t) + 1), p + len(t) - 1)
+            if k != -1 and k < p: return True
+    return False
 
-    def _candidates(self, buf: bytes, lo: int, hi: int, reverse: bool):
-        "For each kind of cut, the first (or last) safe one in [lo, hi), or -1."
-        found = []
-        kinds = [(t, False) for t in self.tokens] + ([(b" ", True)] if self.spaces else [])
-        for needle, is_space in kinds:
-            j = buf.rfind(needle, lo, hi + len(needle) - 1) if reverse else buf.find(needle, lo, hi + len(needle) - 1)
-            while j != -1 and lo <= j < hi:
-                if (not is_space or (j > 0 and 0x21 <= buf[j - 1] <= 0x7E)) and not self.straddled(buf, j):
-                    found.append(j); break
-                j = buf.rfind(needle, lo, j + len(needle) - 1) if reverse else buf.find(needle, j + 1, hi + len(needle) - 1)
-        return found
+# %% ../nbs/03_parallel_chunking.ipynb #2f6d07e8
+@patch
+def _candidates(self: _Cutter, buf: bytes, lo: int, hi: int, reverse: bool):
+    "For each kind of cut, the first (or last) safe one in [lo, hi), or -1."
+    found = []
+    kinds = [(t, False) for t in self.tokens] + ([(b" ", True)] if self.spaces else [])
+    for needle, is_space in kinds:
+        j = buf.rfind(needle, lo, hi + len(needle) - 1) if reverse else buf.find(needle, lo, hi + len(needle) - 1)
+        while j != -1 and lo <= j < hi:
+            if (not is_space or (j > 0 and 0x21 <= buf[j - 1] <= 0x7E)) and not self.straddled(buf, j):
+                found.append(j); break
+            j = buf.rfind(needle, lo, j + len(needle) - 1) if reverse else buf.find(needle, j + 1, hi + len(needle) - 1)
+    return found
 
-    def first(self, buf: bytes, lo: int, hi: int) -> int:
-        "The smallest safe cut `p` with `lo <= p < hi`, or -1."
-        found = self._candidates(buf, lo, hi, reverse=False)
-        return min(found) if found else -1
+# %% ../nbs/03_parallel_chunking.ipynb #5d539b07
+@patch
+def first(self: _Cutter, buf: bytes, lo: int, hi: int) -> int:
+    "The smallest safe cut `p` with `lo <= p < hi`, or -1."
+    found = self._candidates(buf, lo, hi, reverse=False)
+    return min(found) if found else -1
 
-    def last(self, buf: bytes, hi: int, lo: int = 1) -> int:
-        "The largest safe cut `p` with `max(lo, 1) <= p < hi`, or -1 (only `buf[lo - context:]` is read)."
-        found = self._candidates(buf, max(lo, 1), hi, reverse=True)
-        return max(found) if found else -1
+@patch
+def last(self: _Cutter, buf: bytes, hi: int, lo: int = 1) -> int:
+    "The largest safe cut `p` with `max(lo, 1) <= p < hi`, or -1 (only `buf[lo - context:]` is read)."
+    found = self._candidates(buf, max(lo, 1), hi, reverse=True)
+    return max(found) if found else -1
 
 # %% ../nbs/03_parallel_chunking.ipynb #26caa5fb
 _SNAP_WINDOW = 1 << 16  # bytes read per look-ahead step when snapping a guess
@@ -120,6 +131,15 @@ def find_chunk_boundaries(file: BinaryIO | str | os.PathLike,  # a binary file o
     size = file.seek(0, os.SEEK_END)
     return _snap_bounds(file, size, desired_num_chunks, _Cutter([split_special_token]), window)
 
+# %% ../nbs/03_parallel_chunking.ipynb #2f3f4ac6
+def _last_safe_space(text: str,  # the text seen so far
+                     end: int | None = None,  # look only before this index (default: the whole text)
+                    ) -> int:
+    "The largest `p` with `text[p] == ' '` after a character that is not whitespace, or -1: a safe cut for every proven pattern."
+    p = text.rfind(" ", 1, len(text) if end is None else end)
+    while p > 0 and text[p - 1].isspace(): p = text.rfind(" ", 1, p)
+    return p
+
 # %% ../nbs/03_parallel_chunking.ipynb #444b71d4
 _WS_SPACE = re.compile(r"\s ")  # a quick test: does any space follow whitespace?
 _SPACE_AFTER_WS = re.compile(r"\s( +)")  # spaces that follow whitespace: not safe cuts
@@ -140,7 +160,7 @@ def _split_safe(seg: str) -> list[str]:
     ps[0] = carry + " " + ps[0]
     return parts + ps
 
-# %% ../nbs/03_parallel_chunking.ipynb #6be9f1d9
+# %% ../nbs/03_parallel_chunking.ipynb #39483ca4
 class _Tally:
     "Pre-token counts of many text pieces: distinct space-separated parts first, each part pre-tokenized once."
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
@@ -150,44 +170,58 @@ class _Tally:
         self.heads, self.tails, self.tokens = Counter(), Counter(), Counter()  # str -> count
         self.specials = 0  # special tokens seen
 
-    def add(self, text: str, offset: int = 0):  # offset: where `text` starts in the source, in bytes
-        "Count the pre-tokens of `text` (special tokens split it and are not counted)."
-        segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
-        self.specials += len(segs) // 2
-        if not self.fast:
-            pos = 0
-            for k, seg in enumerate(segs):
-                if not k & 1:
-                    found = self.rx.findall(seg)
-                    i = _uncovered(seg, found, self.rx)
-                    if i >= 0:
-                        at = offset + len(text[:pos + i].encode("utf-8"))
-                        raise _not_covered(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
-                    self.tokens.update(found)
-                pos += len(seg)
-            return
-        heads, tails = self.heads, self.tails
-        for seg in islice(segs, 0, None, 2):
-            if not seg: continue
-            parts = _split_safe(seg)
-            heads[parts[0]] += 1  # the first part has no space before it
-            tails.update(islice(parts, 1, None))  # every other part had one
-        if len(tails) > self.max_parts: self.flush()
+# %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
+@patch
+def add(self: _Tally, text: str, offset: int = 0):  # offset: where `text` starts in the source, in bytes
+    "Count the pre-tokens of `text` (special tokens split it and are not counted)."
+    segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
+    self.specials += len(segs) // 2
+    if not self.fast: return self._add_checked(text, segs, offset)
+    heads, tails = self.heads, self.tails
+    for seg in islice(segs, 0, None, 2):
+        if not seg: continue
+        parts = _split_safe(seg)
+        heads[parts[0]] += 1  # the first part has no space before it
+        tails.update(islice(parts, 1, None))  # every other part had one
+    if len(tails) > self.max_parts: self.flush()
 
-    def flush(self):
-        "Pre-tokenize the distinct parts seen so far into `tokens`."
-        findall, tokens = self.rx.findall, self.tokens
-        for part, n in self.heads.items():
-            for t in findall(part): tokens[t] += n
-        for part, n in self.tails.items():
-            for t in findall(" " + part): tokens[t] += n
-        self.heads.clear(); self.tails.clear()
+# %% ../nbs/03_parallel_chunking.ipynb #e1602e24
+@patch
+def _add_checked(self: _Tally, text: str, segs: list[str], offset: int):
+    "Count each text segment with the regex, whole, checking that the matches cover it."
+    pos = 0
+    for k, seg in enumerate(segs):
+        if not k & 1:
+            found = self.rx.findall(seg)
+            i = _uncovered(seg, found, self.rx)
+            if i >= 0:
+                at = offset + len(text[:pos + i].encode("utf-8"))
+                raise _not_covered(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
+            self.tokens.update(found)
+        pos += len(seg)
 
-    def result(self) -> Counter[bytes]:
-        "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
-        self.flush()
-        self.tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
-        return Counter({t.encode("utf-8"): n for t, n in self.tokens.items()})
+# %% ../nbs/03_parallel_chunking.ipynb #0ba261e7
+@patch
+def flush(self: _Tally):
+    "Pre-tokenize the distinct parts seen so far into `tokens`."
+    findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
+    while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
+        part, n = heads.popitem()
+        for t in findall(part): tokens[t] += n
+    while tails:
+        part, n = tails.popitem()
+        for t in findall(" " + part): tokens[t] += n
+
+# %% ../nbs/03_parallel_chunking.ipynb #5da19496
+@patch
+def result(self: _Tally) -> Counter[bytes]:
+    "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
+    self.flush()
+    tokens, out = self.tokens, Counter()
+    tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
+    while tokens:  # emptied as it goes, so the two tables are not both full at once
+        t, n = tokens.popitem(); out[t.encode("utf-8")] = n
+    return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
 _ERRORS = ("strict", "replace")
@@ -363,10 +397,9 @@ class _BackgroundSHA256(threading.Thread):
         "Stop early (the run failed) and wait for the thread."
         self._halt.set(); self.join()
 
-# %% ../nbs/03_parallel_chunking.ipynb #0153956e
-def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
-                desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
-    "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
+# %% ../nbs/03_parallel_chunking.ipynb #dd9f0936
+def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size) -> tuple[str, ...]:
+    "Check the arguments of a count before any work starts; return the special tokens as a tuple."
     specials = _check_special_tokens(special_tokens)
     if workers is not None: _check_int("workers", workers)
     if executor is not None and not isinstance(executor, Executor):
@@ -374,54 +407,126 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
     _check_errors(errors, specials)
     check_pattern(pattern)  # a str that compiles and covers text: refused before any work otherwise
     _check_int("piece_size", piece_size); _check_int("min_chunk_size", min_chunk_size)
-    path = os.path.abspath(os.fspath(path))
-    started = perf_counter()
+    return specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #d5a58924
+def _fold_completed(pool: Executor,  # where the tasks run
+                    tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
+                    fold: Callable[[int, object], None],  # called with (task index, result) as each completes
+                    window: int):  # tasks in flight at most
+    "Run the tasks on `pool`, at most `window` at a time, folding each result as it completes; raise the first failure."
+    tasks, pending, failed, n = iter(tasks), {}, {}, 0  # pending: future -> task index
+    try:
+        while True:
+            while len(pending) < window and not failed and (task := next(tasks, None)) is not None:
+                pending[pool.submit(*task)] = n; n += 1
+            if not pending: break
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=pending.__getitem__):
+                i = pending.pop(fut)
+                if fut.cancelled(): continue
+                if fut.exception() is not None:
+                    failed[i] = fut.exception()
+                    for later, j in pending.items():
+                        if j > i: later.cancel()
+                elif not failed or i < min(failed): fold(i, fut.result())
+            done = fut = None  # drop the last references: a folded result can be freed now
+    finally:
+        for fut in pending: fut.cancel()
+    if failed: raise failed[min(failed)]
+
+# %% ../nbs/03_parallel_chunking.ipynb #6baa48e5
+def _pack(counts: Counter[bytes]) -> tuple[bytes, array, array]:
+    "A counter as three flat objects (pre-tokens joined, their lengths, their counts): cheap to send and to hold."
+    return b"".join(counts), array("I", map(len, counts)), array("Q", counts.values())
+
+def _unpack(packed: tuple[bytes, array, array]) -> Iterator[tuple[bytes, int]]:
+    "The (pre-token, count) pairs of a packed counter, one at a time."
+    blob, lengths, counts = packed
+    pos = 0
+    for n, c in zip(lengths, counts):
+        yield blob[pos:pos + n], c
+        pos += n
+
+def _packed(fn: Callable, *args) -> tuple:
+    "Run `fn(*args)`, which returns `(counts, ...)`, and pack its counts: the task a worker runs."
+    counts, *rest = fn(*args)
+    return (_pack(counts), *rest)
+
+# %% ../nbs/03_parallel_chunking.ipynb #0f029df1
+class _Total:
+    "The running sum of per-range counts: each range's counts are added in as they complete, then dropped."
+    def __init__(self): self.counts, self.specials, self.bytes = Counter(), 0, 0
+
+    def add(self, result: tuple, n_bytes: int = 0):  # a range's (counts, specials seen), counts packed or not; its size
+        c, k = result
+        if isinstance(c, tuple):  # packed
+            total, get = self.counts, self.counts.get
+            for t, n in _unpack(c): total[t] = get(t, 0) + n
+        elif self.counts: self.counts.update(c)
+        else: self.counts = c  # the first range: no copy
+        self.specials += k; self.bytes += n_bytes
+
+    def sorted(self) -> Counter[bytes]:
+        "The counts, sorted by pre-token (the total is emptied)."
+        out, counts = Counter(), self.counts
+        for t in sorted(counts): out[t] = counts[t]
+        self.counts = Counter()
+        return out
+
+# %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6
+def _warn_if_missing(specials: tuple[str, ...], size: int, found: int, path: str, pattern: str, note: Callable):
+    "Say, under the progress bar and as a `MissingSpecialTokenWarning`, that a non-empty file holds no special token."
+    if not specials or not size or found: return
+    msg = (f"no special token ({', '.join(specials)}) occurs in {path}; it was counted as one document"
+           + (" and cut at safe spaces only" if pattern in PROVEN_PATTERNS else ", in one range"))
+    note("note: " + msg)
+    warnings.warn(msg, MissingSpecialTokenWarning, stacklevel=4)  # 4: the caller of count_pretokens_file / train_bpe
+
+# %% ../nbs/03_parallel_chunking.ipynb #e3b63f32
+def _count_here(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable, hasher) -> str | None:
+    "Count the ranges in this process, in order; return the hex digest of `hasher` (None without one)."
+    for a, b in ranges:
+        total.add(_count_range(path, a, b, *args, report=update, hasher=hasher), b - a)
+    return hasher.hexdigest() if hasher is not None else None
+
+# %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
+def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
+                   n_procs: int, executor: Executor | None):
+    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
+    pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
+    def fold(i, result):
+        n = ranges[i][1] - ranges[i][0]
+        total.add(result, n); update(n)
+    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
+    finally:
+        if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+
+# %% ../nbs/03_parallel_chunking.ipynb #19b9ba14
+def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
+                desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
+    "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
+    specials = _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size)
+    path, started = os.path.abspath(os.fspath(path)), perf_counter()
     w = workers or os.cpu_count() or 1
     ranges = file_ranges(path, w, specials, pattern, min_chunk_size)
     size = ranges[-1][1] if ranges else 0
     update, note, close = _count_reporter(progress, size, desc)
-    args = (specials, pattern, errors, piece_size)
-    total, n_special, n_procs = Counter(), 0, 1
-    hasher, background, digest = (hashlib.sha256() if sha256 else None), None, None
+    args, total, n_procs, digest, background = (specials, pattern, errors, piece_size), _Total(), 1, None, None
     try:
         if executor is None and (w == 1 or len(ranges) <= 1):
-            for a, b in ranges:  # in order, so the hash sees the bytes in order: one read of the file
-                c, k = _count_range(path, a, b, *args, report=update, hasher=hasher)
-                total.update(c); n_special += k
-            if hasher is not None: digest = hasher.hexdigest()
+            digest = _count_here(path, ranges, args, total, update, hashlib.sha256() if sha256 else None)
         else:
             if sha256: background = _BackgroundSHA256(path, size)  # reads alongside the workers
             n_procs = min(w, len(ranges))
-            pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
-            try:
-                futures = [pool.submit(_count_range, path, a, b, *args) for a, b in ranges]
-                index, failed = {fut: i for i, fut in enumerate(futures)}, {}
-                for fut in as_completed(futures):
-                    i = index[fut]
-                    if fut.cancelled(): continue
-                    exc = fut.exception()
-                    if exc is not None:
-                        failed[i] = exc
-                        for later in futures[i + 1:]: later.cancel()
-                    elif not failed or i < min(failed):
-                        c, k = fut.result()
-                        total.update(c); n_special += k
-                        update(ranges[i][1] - ranges[i][0])
-                if failed: raise failed[min(failed)]
-            finally:
-                if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+            _count_on_pool(path, ranges, args, total, update, n_procs, executor)
             if background is not None: digest, background = background.result(), None
-        if specials and size and not n_special:
-            msg = (f"no special token ({', '.join(specials)}) occurs in {path}; it was counted as one document"
-                   + (" and cut at safe spaces only" if pattern in PROVEN_PATTERNS else ", in one range"))
-            note("note: " + msg)
-            warnings.warn(msg, MissingSpecialTokenWarning, stacklevel=3)  # 3: the caller of count_pretokens_file / train_bpe
+        _warn_if_missing(specials, size, total.specials, path, pattern, note)
     finally:
         if background is not None: background.cancel()
         close()
-    counts = Counter(dict(sorted(total.items())))
-    return counts, dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=n_special,
-                        sha256=digest, seconds=round(perf_counter() - started, 6))
+    return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
+                                sha256=digest, seconds=round(perf_counter() - started, 6))
 
 # %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb
 def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must be able to open this path)
@@ -446,7 +551,7 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
               workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
               trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-              tie_break: str = "bytes-greater",  # "bytes-greater" or "ids-smaller"
+              tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
               progress=True,  # True: tqdm bars for counting and merging; False: silent; a callable: gets both kinds of progress
               *,
               executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
@@ -466,4 +571,98 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
                       corpus_sha256=record["sha256"], pattern=pattern,
                       pretokens=sum(counts.values()), distinct_pretokens=len(counts),
                       special_tokens_found=record["special_tokens_found"])
+    return model
+
+# %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
+def _stream_chunks(documents: Iterable[str],  # the documents, in order
+                   separator: str,  # written between two documents ("" for none)
+                   cutter: _Cutter,  # where the joined bytes may be cut
+                   chunk_size: int,  # bytes gathered before looking for a cut
+                  ) -> Iterator[bytes]:
+    "The documents joined by `separator`, as UTF-8 chunks that each end at a safe cut."
+    buf, sep, scanned = bytearray(), separator.encode("utf-8"), 0  # no safe cut lies in buf[1:scanned]
+    for k, doc in enumerate(documents):
+        if not isinstance(doc, str):
+            raise TypeError(f"documents must be str, got {type(doc).__name__} (document {k})")
+        try: data = doc.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"document {k} has a lone surrogate U+{ord(doc[e.start]):04X} at index {e.start}; "
+                             "it cannot be encoded as UTF-8") from None
+        if k: buf += sep
+        buf += data
+        if len(buf) < chunk_size: continue
+        hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on
+        cut = cutter.last(buf, hi, lo=scanned)
+        if cut <= 0: scanned = max(scanned, hi); continue
+        yield bytes(buf[:cut])
+        del buf[:cut]
+        scanned = hi - cut  # `cut` was the last safe cut before `hi`
+    if buf: yield bytes(buf)
+
+# %% ../nbs/03_parallel_chunking.ipynb #79276d8b
+def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
+                 special_tokens: tuple[str, ...],  # document separators: split on, never counted
+                 pattern: str,  # the pre-tokenizer regex
+                 offset: int = 0,  # where `data` starts in the stream, in bytes (for error messages)
+                ) -> tuple[Counter[bytes], int]:
+    "Count the pre-tokens of one chunk of a document stream; also return the special tokens seen."
+    tally = _Tally(special_tokens, pattern, source="the joined documents")
+    tally.add(data.decode("utf-8"), offset)
+    return tally.result(), tally.specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #84b996d0
+def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: str, workers: int | None,
+                  executor: Executor | None, chunk_size: int, update: Callable[[int], None]) -> tuple[_Total, dict]:
+    "Count the pre-tokens of the documents joined by the first special token; also return a record of the stream."
+    stream, n_docs, hasher, offsets = iter(documents), 0, hashlib.sha256(), [0]
+    def docs():  # a list or tuple of str is a batch of documents, as HF tokenizers' train_from_iterator takes them
+        nonlocal n_docs
+        for d in stream:
+            for doc in (d if isinstance(d, (list, tuple)) else (d,)): n_docs += 1; yield doc
+    def tasks():
+        for data in _stream_chunks(docs(), specials[0] if specials else "", _Cutter(specials, pattern), chunk_size):
+            hasher.update(data); offsets.append(offsets[-1] + len(data))
+            yield _packed, _count_chunk, data, specials, pattern, offsets[-2]
+    total, w, todo = _Total(), workers or os.cpu_count() or 1, tasks()
+    first = list(islice(todo, 2))  # one chunk only (a small corpus): not worth starting processes
+    if executor is None and (w == 1 or len(first) < 2):
+        for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
+            total.add(fn(data, *args), len(data)); update(len(data))
+    else:
+        pool = executor if executor is not None else ProcessPoolExecutor(max_workers=w)
+        def fold(i, result):
+            n = offsets[i + 1] - offsets[i]
+            total.add(result, n); update(n)
+        try: _fold_completed(pool, chain(first, todo), fold, 2 * w)
+        finally:
+            if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+    return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
+
+# %% ../nbs/03_parallel_chunking.ipynb #966ab16a
+def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
+                        vocab_size: int,  # total size: 256 bytes + merges + special tokens
+                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
+                        *,
+                        pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+                        tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
+                        workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
+                        executor: Executor | None = None,  # counts on this executor instead of a process pool
+                        trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
+                        progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
+                        chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
+                       ) -> BPEModel:
+    "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
+    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
+        raise TypeError(f"iterable must be an iterable of str documents, not {type(iterable).__name__}")
+    progress = False if progress is None else progress
+    update, _, close = _count_reporter(progress, None, "counting pre-tokens")
+    try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
+    finally: close()
+    counts = total.sorted()
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
+                      special_tokens_found=total.specials, **record)
     return model

@@ -2,6 +2,8 @@
 
 Run:  python tests/bench_chunking.py            (about 2 minutes on 2 cores; needs psutil and tokenizers)
       python tests/bench_chunking.py --sizes 20 80 --repeats 1    (a quicker look)
+      python tests/bench_chunking.py --memory 64 256   (the parent's memory against the final Counter, on real text;
+                                                        add --trace for tracemalloc too: slow, forked workers trace as well)
 
 It builds 100 MB and 400 MB files by repeating the bundled 1 MB TinyStories sample in a temporary
 directory (deleted afterwards) and, for each file and for 1 and 2 workers, counts its pre-tokens in a
@@ -56,6 +58,58 @@ def one_count(path: str, workers: int) -> dict:
                 digest=hashlib.sha256(repr(list(counts.items())).encode()).hexdigest()[:16], total=sum(counts.values()),
                 parent_rss=max(peaks.get("parent", 0), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024),
                 workers_rss=workers_rss, children_maxrss=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+
+
+def _deep_size(c) -> int:
+    "Bytes a Counter of bytes holds: its table, its keys, and its counts beyond the interpreter's cached small ints."
+    return sys.getsizeof(c) + sum(sys.getsizeof(k) + (sys.getsizeof(v) if v > 256 else 0) for k, v in c.items())
+
+
+def one_memory(path: str, workers: int, trace: bool) -> dict:
+    "Count `path` with `workers` in this (fresh) process: the parent's peak (RSS above its start, or tracemalloc) and the final Counter."
+    import tracemalloc
+    from bpe_nb.chunking import count_pretokens_file, file_ranges
+    from bpe_nb.pretokenize import GPT2_PATTERN
+    stop, peaks = threading.Event(), {}
+    import psutil
+    start_rss = psutil.Process().memory_info().rss
+    t = threading.Thread(target=_peak_sampler, args=(stop, peaks), daemon=True); t.start()
+    if trace: tracemalloc.start()
+    t0 = time.perf_counter()
+    counts = count_pretokens_file(path, [EOT], workers=workers)
+    secs = time.perf_counter() - t0
+    traced = tracemalloc.get_traced_memory()[1] if trace else None
+    if trace: tracemalloc.stop()
+    stop.set(); t.join()
+    return dict(workers=workers, seconds=secs, distinct=len(counts), final=_deep_size(counts), traced_peak=traced,
+                rss_start=start_rss, rss_peak=peaks.get("parent", 0),
+                ranges=len(file_ranges(path, workers, [EOT], GPT2_PATTERN)))
+
+
+def memory_main(sizes: list[int], trace: bool = False):
+    "The parent's peak while counting real text (the machine's own files, as tests/bench_scale.py builds them)."
+    sys.path.insert(0, str(ROOT / "tests"))
+    from bench_scale import build_corpus
+    mb = lambda b: f"{b / 2**20:7.1f} MiB"
+    print("command:", "python tests/bench_chunking.py", *sys.argv[1:])
+    print("machine:", _machine())
+    tmp = Path(tempfile.mkdtemp(prefix="bench_chunking_mem_"))
+    try:
+        for size_mb in sizes:
+            path = tmp / f"corpus_{size_mb}MB.txt"
+            rec = build_corpus(size_mb, path)
+            print(f"== {path.name}: {rec['bytes'] / 1e6:.1f} MB from {rec['files']:,} files (sha256 {rec['sha256'][:16]})")
+            for w in (2,):
+                for trace in ((False, True) if trace else (False,)):
+                    r = _child("--memory-one", str(path), str(w), "1" if trace else "0")
+                    what = (f"tracemalloc peak {mb(r['traced_peak'])} = {r['traced_peak'] / r['final']:.2f}x the final Counter"
+                            if trace else f"RSS peak {mb(r['rss_peak'])} (start {mb(r['rss_start'])}; growth "
+                            f"{mb(r['rss_peak'] - r['rss_start'])} = {(r['rss_peak'] - r['rss_start']) / r['final']:.2f}x the final Counter)")
+                    print(f"  workers={w}, {r['ranges']} ranges: {r['distinct']:,} distinct pre-tokens, final Counter "
+                          f"{mb(r['final'])}; parent {what}; {r['seconds']:.1f} s")
+            path.unlink()
+    finally:
+        shutil.rmtree(tmp)
 
 
 def one_train(which: str, repeats: int) -> dict:
@@ -182,6 +236,10 @@ def main(sizes: list[int], repeats: int):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--count":
         print(json.dumps(one_count(sys.argv[2], int(sys.argv[3]))))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--memory-one":
+        print(json.dumps(one_memory(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--memory":
+        memory_main([int(x) for x in sys.argv[2:] if x != "--trace"] or [64], "--trace" in sys.argv)
     elif len(sys.argv) > 1 and sys.argv[1] == "--train":
         print(json.dumps(one_train(sys.argv[2], int(sys.argv[3]))))
     else:

@@ -390,9 +390,12 @@ def _fingerprint(m):
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_train_bpe_is_identical_for_any_worker_count(twice, reference_model, workers):
+def test_train_bpe_is_identical_for_any_worker_count(twice, reference_model, workers, tmp_path):
+    from bpe_nb.artifacts import save
     m = train_bpe(twice, 2000, workers=workers, progress=False, min_chunk_size=1 << 16)
     assert _fingerprint(m) == _fingerprint(reference_model)
+    # byte-identical saved files (ranges fold in completion order; addition does not care)
+    assert save(m, tmp_path / "w.json").read_bytes() == save(reference_model, tmp_path / "w1.json").read_bytes()
     assert len(m.merges) == 2000 - 257 and m.info["special_tokens_found"] == 2 * 1274
 
 
@@ -521,3 +524,193 @@ def test_the_background_hash_reports_a_file_that_shrank(tmp_path):
     with pytest.raises(ValueError, match="expected 1000 bytes but the file ended at 100"):
         chunking._BackgroundSHA256(str(p), 1000).result()
     assert chunking._BackgroundSHA256(str(p), 100).result() == hashlib.sha256(b"x" * 100).hexdigest()
+
+
+# --- folding counts as ranges complete: memory follows the distinct pre-tokens ---------------------------------
+def _deep_size(c: Counter) -> int:
+    "Bytes a Counter of bytes holds: its table, its keys, and its counts beyond the interpreter's cached small ints."
+    return sys.getsizeof(c) + sum(sys.getsizeof(k) + (sys.getsizeof(v) if v > 256 else 0) for k, v in c.items())
+
+
+@pytest.fixture(scope="module")
+def same_words_file(tmp_path_factory):
+    "8 documents, each the same 30,000 distinct words shuffled: every range holds about all the file's pre-tokens."
+    import random
+    rng = random.Random(0)
+    words = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randrange(4, 12)))
+                    for _ in range(30_000)})
+    docs = []
+    for _ in range(8):
+        rng.shuffle(words); docs.append(" ".join(words))
+    p = tmp_path_factory.mktemp("mem") / "same_words.txt"
+    p.write_text(EOT.join(docs) + EOT, encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_parents_peak_stays_within_twice_the_final_counter(same_words_file, workers):
+    import tracemalloc
+    ranges = file_ranges(same_words_file, workers, [EOT], GPT2_PATTERN, min_chunk_size=1 << 14)
+    assert len(ranges) >= 8  # keeping every range's counter would need about 8 times the final one
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        counts = count_pretokens_file(same_words_file, [EOT], workers=workers, min_chunk_size=1 << 14)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    final = _deep_size(counts)
+    assert len(counts) > 29_000
+    assert peak <= 2.5 * final, (peak, final, peak / final)  # keeping every range's counter: about 8x
+
+
+class CountingExecutor(InlineExecutor):
+    "Runs each task when the parent waits for it (not at submit), recording the most tasks ever in flight."
+    def __init__(self):
+        super().__init__(); self.queued, self.most = [], 0
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        fut = Future(); self.queued.append((fut, fn, args))
+        self.most = max(self.most, sum(not f.done() for f, _, _ in self.queued))
+        fut.add_done_callback(lambda f: None)
+        return fut
+    def run_one(self):
+        for f, fn, args in self.queued:
+            if not f.done():
+                try: f.set_result(fn(*args))
+                except BaseException as e: f.set_exception(e)
+                return
+
+
+def test_fold_completed_keeps_a_bounded_window_and_raises_the_first_failure(monkeypatch):
+    ex = CountingExecutor()
+    real_wait = chunking.wait
+    def wait(fs, return_when):
+        ex.run_one(); return real_wait(fs, return_when=return_when)
+    monkeypatch.setattr(chunking, "wait", wait)
+    seen = {}
+    chunking._fold_completed(ex, ((pow, k, 2) for k in range(20)), seen.__setitem__, window=3)
+    assert seen == {k: k * k for k in range(20)} and ex.most == 3 and ex.calls == 20
+    def boom(k):
+        if k in (5, 9): raise ValueError(f"task {k}")
+        return k
+    seen, ex2 = {}, InlineExecutor()
+    with pytest.raises(ValueError, match="task 5"):
+        chunking._fold_completed(ex2, ((boom, k) for k in range(20)), seen.__setitem__, window=4)
+    assert set(seen) == {0, 1, 2, 3, 4} and ex2.calls < 20  # nothing is submitted after a failure
+
+
+def test_pack_round_trips():
+    c = Counter({b"": 0, b" the": 3, "中".encode(): 2**40, bytes(range(256)): 1})
+    assert dict(chunking._unpack(chunking._pack(c))) == c
+
+
+# --- train_from_iterator ---------------------------------------------------------------------------------------
+from bpe_nb.incremental import train_incremental  # noqa: E402
+from bpe_nb.naive import TIE_BREAKS  # noqa: E402
+from bpe_nb.chunking import train_from_iterator  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(text_st, max_size=8), st.sampled_from([[EOT], SPECIALS, ["<pad>", EOT], []]),
+       st.sampled_from([*BUILTIN, r"\S+|\s+"]), st.integers(1, 40), st.integers(257, 300), st.sampled_from(TIE_BREAKS))
+def test_train_from_iterator_learns_what_train_bpe_learns_on_the_joined_text(docs, specials, pattern, chunk_size,
+                                                                            vocab_size, tie_break):
+    vocab_size += len(specials)
+    joined = (specials[0] if specials else "").join(docs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        want = train_incremental(count_pretokens(joined, specials, pattern), vocab_size, specials, tie_break=tie_break,
+                                 progress=False)
+        ex = InlineExecutor()
+        got = train_from_iterator(iter(docs), vocab_size, specials, pattern=pattern, tie_break=tie_break, workers=3,
+                                  executor=ex, chunk_size=chunk_size)
+        one = train_from_iterator(docs, vocab_size, specials, pattern=pattern, tie_break=tie_break, workers=1,
+                                  chunk_size=chunk_size)
+    assert _fingerprint(got) == _fingerprint(want) == _fingerprint(one)
+    assert got.info["corpus_bytes"] == len(joined.encode()) and got.info["documents"] == len(docs)
+    assert got.info["corpus_sha256"] == hashlib.sha256(joined.encode()).hexdigest()
+
+
+def test_train_from_iterator_with_processes_equals_train_bpe_on_the_file(twice, reference_model, sample_text):
+    docs = (sample_text * 2).split(EOT)
+    assert EOT.join(docs) == sample_text * 2
+    seen = []
+    m = train_from_iterator((d for d in docs), 2000, workers=2, chunk_size=1 << 16, progress=seen.append)
+    assert _fingerprint(m) == _fingerprint(reference_model)
+    assert m.info["corpus_sha256"] == hashlib.sha256(twice.read_bytes()).hexdigest()
+    counts = [p for p in seen if isinstance(p, CountProgress)]
+    assert counts[-1] == CountProgress(twice.stat().st_size, None) and any(isinstance(p, MergeProgress) for p in seen)
+
+
+def test_train_from_iterator_streams_its_documents(monkeypatch):
+    # Never the whole text at once: the generator is consumed while the first chunks are being counted.
+    consumed, counted = [], []
+    def docs():
+        for i in range(200):
+            consumed.append(i); yield f"story number {i} is a short one."
+    real = chunking._count_chunk
+    def spy(data, *args):
+        counted.append(len(consumed)); return real(data, *args)
+    monkeypatch.setattr(chunking, "_count_chunk", spy)
+    train_from_iterator(docs(), 300, workers=1, chunk_size=256)
+    assert len(counted) > 20 and counted[0] < 20
+    assert all(a <= b for a, b in zip(counted, counted[1:]))
+
+
+def test_train_from_iterator_checks_before_reading():
+    def never():
+        raise AssertionError("read")
+        yield
+    for kwargs, exc, msg in [(dict(vocab_size=100), ValueError, "vocab_size=100"),
+                             (dict(vocab_size=1000, trainer="fast"), ValueError, "'fast'"),
+                             (dict(vocab_size=1000, tie_break="nope"), ValueError, "'nope'"),
+                             (dict(vocab_size=1000, workers=0), ValueError, "workers must be >= 1"),
+                             (dict(vocab_size=1000, chunk_size=0), ValueError, "piece_size must be >= 1"),
+                             (dict(vocab_size=1000, pattern=r"\w+"), ValueError, "does not cover"),
+                             (dict(vocab_size=1000, special_tokens=EOT), TypeError, "sequence of strings")]:
+        with pytest.raises(exc, match=re.escape(msg)): train_from_iterator(never(), **kwargs)
+    with pytest.raises(TypeError, match="iterable of str documents"): train_from_iterator("a str", 1000)
+    with pytest.raises(TypeError, match="document 2"): train_from_iterator(["a", "b", None], 1000, workers=1)
+
+
+@pytest.mark.parametrize("tie_break", TIE_BREAKS)
+def test_every_tie_rule_of_the_trainers_is_accepted(tinystories_sample, sample_text, tie_break):
+    # validated against bpe_nb.naive.TIE_BREAKS itself, so a rule the trainers add is accepted here at once
+    a = train_bpe(tinystories_sample, 300, workers=1, tie_break=tie_break, progress=False)
+    b = train_from_iterator(sample_text.split(EOT), 300, workers=1, tie_break=tie_break)
+    assert a.merges == b.merges and a.info["tie_break"] == tie_break
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_st, text_st, st.sampled_from(BUILTIN))
+def test_the_last_safe_space_of_a_str_leaves_final_pre_tokens_before_it(head, tail, pattern):
+    # What a stream of str needs: the pre-tokens before the cut do not depend on any text that follows.
+    p = chunking._last_safe_space(head)
+    if p < 0: return
+    assert head[p] == " " and not regex.match(r"\s", head[p - 1])
+    before = pretokenize(head[:p], pattern)
+    assert pretokenize(head + tail, pattern)[:len(before)] == before
+    assert pretokenize(head[:p], pattern) + pretokenize(head[p:] + tail, pattern) == pretokenize(head + tail, pattern)
+
+
+def test_the_last_safe_space_holds_back_what_o200k_may_still_change():
+    # " 中HELLO" + "world" is one o200k pre-token: cutting between " 中" and "HELLO" (both already pre-tokens of the
+    # text so far) would change it; the last safe space keeps the whole word back.
+    head = "x 中HELLO"
+    assert pretokenize(head, O200K_PATTERN)[1:] == [" 中".encode(), b"HELLO"]
+    assert pretokenize(head + "world", O200K_PATTERN)[1:] == [" 中HELLOworld".encode()]
+    assert chunking._last_safe_space(head) == 1
+    assert chunking._last_safe_space("it'l") == -1 and chunking._last_safe_space("so it'l") == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(text_st, max_size=4), max_size=5), st.integers(1, 30))
+def test_train_from_iterator_takes_batches_like_hf(batches, chunk_size):
+    flat = [d for b in batches for d in b]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        a = train_from_iterator(batches, 300, [EOT], workers=1, chunk_size=chunk_size)
+        b = train_from_iterator(iter(flat), 300, [EOT], workers=3, executor=InlineExecutor(), chunk_size=chunk_size)
+    assert _fingerprint(a) == _fingerprint(b) and a.info["documents"] == len(flat)
+    with pytest.raises(TypeError, match="document 1"): train_from_iterator([["ok", 3]], 300, workers=1)
