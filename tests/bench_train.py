@@ -1,12 +1,19 @@
-"""Benchmark the trainers: naive vs incremental on the 1 MB TinyStories sample, and corpus.en vs HF tokenizers.
+"""Benchmark the trainers: naive vs incremental on the 1 MB TinyStories sample, corpus.en vs HF tokenizers, and the
+simple vs the fast merge loop of chapter 02 on a large count table.
 
 Run from the repository root:  python tests/bench_train.py [--sizes 2000 10000] [--repeats 5]
+                               python tests/bench_train.py --scale [COUNTS.pkl] [--scale-sizes 10000] [--scale-tie-breaks ...]
 
 1. TinyStories sample: pre-token counts are built once, then each trainer learns merges from them at
    each vocab size (the "merge loop": `train_*` from counts to model, progress off). Prints both
    times, the ratio, and checks that the merges are identical.
 2. CS336 corpus.en at vocab 500 with <|endoftext|>: ours = `count_pretokens` + `train_incremental`
    in-process, vs HF tokenizers' BpeTrainer on the same text (`train_from_iterator`), best of N runs.
+3. --scale: `train_incremental_simple` (the loop as explained) against `train_incremental` (the fast loop) on a
+   count table of ~500k distinct pre-tokens, from counts to model, checking that the models are identical.
+   The table is built once (deterministically: the machine's own .py/.h/.txt/.md/.rst files under
+   /usr/lib/python3*, /usr/include, /usr/share and the venv's site-packages, sorted by path, joined by
+   <|endoftext|>, counted with `count_pretokens_file`) and cached as a pickle (default /tmp/bpe_nb_scale_counts.pkl).
 Figures are wall-clock seconds on this machine; re-run on a quiet machine before quoting them.
 """
 import argparse, os, platform, sys, time, warnings
@@ -15,7 +22,7 @@ from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bpe_nb.incremental import train_incremental  # noqa: E402
+from bpe_nb.incremental import train_incremental, train_incremental_simple  # noqa: E402
 from bpe_nb.naive import EarlyStopWarning, train_naive  # noqa: E402
 from bpe_nb.pretokenize import GPT2_PATTERN, count_pretokens, bytes_to_printable  # noqa: E402
 
@@ -69,7 +76,7 @@ def hf_train(text):
 
 
 def ours(text):
-    return train_incremental(count_pretokens(text, [EOT]), 500, [EOT], progress=False)
+    return train_incremental(count_pretokens(text, [EOT]), 500, [EOT], tie_break="hf", progress=False)
 
 
 def corpus_en(repeats):
@@ -92,8 +99,45 @@ def corpus_en(repeats):
           f"target <= 2")
     print(f"merges: ours {len(our_merges)}, HF {len(hf_merges)}, identical prefix "
           f"{next((i for i, (x, y) in enumerate(zip(our_merges, hf_merges)) if x != y), min(len(our_merges), len(hf_merges)))}, "
-          f"same position {same} (HF breaks ties by its own ids, so the lists part at the first tie they "
-          f"resolve differently)")
+          f"same position {same} (ours with tie_break='hf': the lists must be identical)")
+
+
+def scale_counts(path: Path):
+    "The count table of the scale benchmark: loaded from `path`, or built from the machine's text and saved there."
+    import pickle
+    if path.exists(): return pickle.loads(path.read_bytes())
+    import glob, tempfile
+    from bpe_nb.chunking import count_pretokens_file
+    roots = sorted({*glob.glob("/usr/lib/python3*"), "/usr/include", "/usr/share", *glob.glob(str(ROOT / ".venv/lib"))})
+    files = sorted({p for r in roots for ext in ("*.py", "*.h", "*.txt", "*.md", "*.rst")
+                    for p in Path(r).rglob(ext) if p.is_file()})
+    with tempfile.TemporaryDirectory() as d:
+        corpus = Path(d) / "corpus.txt"
+        with corpus.open("w", encoding="utf-8") as f:
+            for p in files:
+                try: t = p.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError): continue
+                f.write(t.replace(EOT, "")); f.write(EOT)
+        print(f"corpus: {len(files):,} files, {corpus.stat().st_size / 1e6:.0f} MB")
+        counts = count_pretokens_file(corpus, [EOT])
+    path.write_bytes(pickle.dumps(counts))
+    return counts
+
+
+def scale(path: Path, sizes, tie_breaks, repeats):
+    counts = scale_counts(path)
+    print(f"\n## merge loop at scale: {len(counts):,} distinct pre-tokens, {sum(counts.values()):,} pre-tokens "
+          f"(from counts to model; best of {repeats})")
+    print(f"{'vocab':>7} {'tie_break':>13} {'simple s':>9} {'fast s':>8} {'ratio':>6}")
+    for size in sizes:
+        for tb in tie_breaks:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EarlyStopWarning)
+                runs_simple = [timed(train_incremental_simple, counts, size, [EOT], tie_break=tb, progress=False) for _ in range(repeats)]
+                runs_fast = [timed(train_incremental, counts, size, [EOT], tie_break=tb, progress=False) for _ in range(repeats)]
+            assert runs_fast[0][1] == runs_simple[0][1], "the loops disagree!"
+            t_s, t_f = min(t for t, _ in runs_simple), min(t for t, _ in runs_fast)
+            print(f"{size:>7,} {tb:>13} {t_s:>9.2f} {t_f:>8.2f} {t_s / t_f:>5.1f}×  identical merges")
 
 
 if __name__ == "__main__":
@@ -102,7 +146,15 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=5, help="runs of the corpus.en comparison")
     ap.add_argument("--skip-tinystories", action="store_true")
     ap.add_argument("--skip-hf", action="store_true")
+    ap.add_argument("--scale", nargs="?", const="/tmp/bpe_nb_scale_counts.pkl", default=None, metavar="COUNTS.pkl",
+                    help="only the scale benchmark, with the count table cached at this path")
+    ap.add_argument("--scale-sizes", type=int, nargs="+", default=[10000])
+    ap.add_argument("--scale-tie-breaks", nargs="+", default=["bytes-greater"])
+    ap.add_argument("--scale-repeats", type=int, default=1)
     a = ap.parse_args()
     print(machine())
+    if a.scale:
+        scale(Path(a.scale), a.scale_sizes, a.scale_tie_breaks, a.scale_repeats)
+        sys.exit(0)
     if not a.skip_tinystories: tinystories(a.sizes)
     if not a.skip_hf: corpus_en(a.repeats)

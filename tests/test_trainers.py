@@ -7,11 +7,11 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bpe_nb.incremental import train_incremental
+from bpe_nb.incremental import train_incremental, train_incremental_simple
 from bpe_nb.naive import BPEModel, EarlyStopWarning, MergeProgress, merge_pair, train_naive
 from bpe_nb.pretokenize import count_pretokens, printable_to_bytes
 
-TRAINERS = [train_naive, train_incremental]
+TRAINERS = [train_naive, train_incremental_simple, train_incremental]
 from bpe_nb.naive import TIE_BREAKS
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, "<pad>", EOT + EOT]
@@ -66,6 +66,8 @@ def corpora(draw):
 def assert_same_training(counts, size, specials, tie_break):
     slow = train_quiet(train_naive, counts, size, specials, tie_break=tie_break)
     fast = train_quiet(train_incremental, counts, size, specials, tie_break=tie_break)
+    simple = train_quiet(train_incremental_simple, counts, size, specials, tie_break=tie_break)
+    assert simple == slow and simple.info["stopped_early"] == slow.info["stopped_early"]
     assert fast.merges == slow.merges
     assert fast.vocab == slow.vocab
     assert fast.special_tokens == slow.special_tokens
@@ -275,3 +277,37 @@ def test_models_compare_without_info():
     a = train_naive({b"abc": 2}, 258, progress=False)
     b = train_incremental({b"abc": 2}, 258, progress=False)
     assert a.info["trainer"] != b.info["trainer"] and a == b
+
+
+# ---- the fast loop (chapter 02, "Making it fast") ------------------------------------------------
+@pytest.mark.parametrize("tie_break", TIE_BREAKS)
+def test_fast_equals_simple_on_tinystories(tinystories_sample, tie_break):
+    counts = count_pretokens(tinystories_sample.read_text(encoding="utf-8"), [EOT])
+    fast = train_quiet(train_incremental, counts, 10_000, [EOT], tie_break=tie_break)
+    simple = train_quiet(train_incremental_simple, counts, 10_000, [EOT], tie_break=tie_break)
+    assert fast == simple and fast.info == simple.info
+
+
+def test_fast_ids_past_the_surrogate_block():
+    "More than 55,040 merges: token ids from 0xD800 on are stored as characters shifted past the surrogates."
+    rng = random.Random(3)
+    counts = Counter(bytes(rng.randrange(256) for _ in range(6)) for _ in range(14_000))
+    fast = train_quiet(train_incremental, counts, 80_000)
+    assert len(fast.merges) > 0xD800 - 256 + 100
+    assert fast == train_quiet(train_incremental_simple, counts, 80_000)
+
+
+def test_fast_restores_the_garbage_collector():
+    import gc
+    assert gc.isenabled()
+    train_incremental({b"abcab": 3}, 259, progress=False)
+    assert gc.isenabled()
+    def boom(_): raise RuntimeError("stop")
+    with pytest.raises(RuntimeError, match="stop"): train_incremental({b"abcab": 3}, 259, progress=boom)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        train_incremental({b"abcab": 3}, 259, progress=False)
+        assert not gc.isenabled()       # left as it was found
+    finally:
+        gc.enable()
