@@ -25,9 +25,9 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
            'command', 'arguments', 'build_parser', 'main', 'check_output_path', 'same_file', 'check_not_input',
            'find_invalid_utf8', 'read_lines', 'longest_tokens', 'format_tokens', 'length_histogram', 'format_histogram',
            'show_progress', 'bundled_corpus', 'cmd_train', 'add_tokenizer_arguments', 'sniff_tokenizer',
-           'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype', 'bin_dtype',
-           'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect', 'cmd_export',
-           'cmd_explain']
+           'read_tokenizer', 'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype',
+           'bin_dtype', 'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect',
+           'cmd_export', 'cmd_explain']
 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
@@ -534,12 +534,12 @@ def sniff_tokenizer(path: Path  # a file or a directory
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"): return _sniff_json(path, read_json(path))
     return _sniff_text(path, head)
 
-# %% ../nbs/06_cli.ipynb #20bc35e4
-def _load_with_kind(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
+# %% ../nbs/06_cli.ipynb #7714fd86
+def read_tokenizer(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
                     model: bool = False,  # a native file as a `BPEModel` (with its training record), not a `Tokenizer`
                     trust_pattern: bool = False  # --trust-pattern: run a pattern from the file even if unknown
                    ) -> tuple[str, object]:
-    "`(format, tokenizer)` of `path`, read with `bpe_nb.artifacts`; a missing, unknown or corrupt file is a `CLIError`."
+    "`(format, tokenizer)` of `path`, whatever its form, read with `bpe_nb.artifacts`; any problem is a `CLIError`."
     from bpe_nb import artifacts
     trust = {"trust_pattern": trust_pattern}
     try:
@@ -555,14 +555,14 @@ def _load(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
           model: bool = False,  # a native file as a `BPEModel`, not a `Tokenizer`
           trust_pattern: bool = False  # run a pattern from the file even if unknown
          ):
-    "Load a tokenizer whatever its format (see `_load_with_kind`)."
-    return _load_with_kind(path, model, trust_pattern)[1]
+    "Load a tokenizer whatever its format (see `read_tokenizer`)."
+    return read_tokenizer(path, model, trust_pattern)[1]
 
-# %% ../nbs/06_cli.ipynb #5f558cab
+# %% ../nbs/06_cli.ipynb #c65543d0
 def tokenizer_from_args(args,  # parsed options of a command that called `add_tokenizer_arguments`
                         model: bool = False  # a native file as a `BPEModel` (with its training record)
                        ) -> tuple[str, object]:
-    "`(format, tokenizer)` named by the options: a path (any form, see `_load_with_kind`) or --encoding with --ranks."
+    "`(format, tokenizer)` named by the options: a path (any form, see `read_tokenizer`) or --encoding with --ranks."
     path, enc, ranks = args.tokenizer, args.encoding, args.ranks
     if enc is not None:
         if path is not None: raise CLIError(f"give a tokenizer path or --encoding, not both (got '{path}' and {enc})", EXIT_USAGE)
@@ -576,7 +576,7 @@ def tokenizer_from_args(args,  # parsed options of a command that called `add_to
     if path is None:
         raise CLIError("no tokenizer: give --tokenizer PATH (or -t; for inspect and export, PATH), "
                        "or --encoding NAME --ranks FILE", EXIT_USAGE)
-    return _load_with_kind(path, model, args.trust_pattern)
+    return read_tokenizer(path, model, args.trust_pattern)
 
 # %% ../nbs/06_cli.ipynb #d6ca04d9
 ID_DTYPES = ("uint16", "uint32")  # encode --dtype, decode --dtype
