@@ -227,7 +227,7 @@ def _open_input(name: str):
     if not p.exists(): raise CLIError(f"input file not found: '{name}'")
     with open(p, "rb") as f: yield f
 
-# %% ../nbs/06_cli.ipynb #e64c11ff
+# %% ../nbs/06_cli.ipynb #8765ed54
 def read_lines(name: str  # a file path, or "-" for stdin
               ) -> Iterator[str]:
     "Yield the lines of a UTF-8 file (or stdin) with their line endings; invalid UTF-8 is a `CLIError` with the offset."
@@ -237,7 +237,8 @@ def read_lines(name: str  # a file path, or "-" for stdin
         for lineno, raw in enumerate(f, 1):
             try: yield raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise CLIError(f"{where}: invalid UTF-8 at byte offset {pos + e.start} (line {lineno}): {e.reason}") from None
+                raise CLIError(f"{where}: invalid UTF-8 at byte offset {pos + e.start} (line {lineno}): "
+                               f"{e.reason}") from None
             pos += len(raw)
 
 # %% ../nbs/06_cli.ipynb #0bbba493
@@ -452,7 +453,7 @@ def _print_train_summary(args, corpora, counts, model, times, n_bytes, n_tokens,
     _print_longest(model.vocab, model.special_tokens.values(), 10)
     print(f"saved:          {out}")
 
-# %% ../nbs/06_cli.ipynb #1f5ed7ca
+# %% ../nbs/06_cli.ipynb #4e282a50
 TOKENIZER_FORMS = ("a native bpe_nb file (what 'bpe-nb train' writes)",
                    "an HF tokenizers tokenizer.json (byte-level BPE)",
                    "a tiktoken export: a directory with NAME.tiktoken + NAME.json, or either file",
@@ -464,7 +465,8 @@ def add_tokenizer_arguments(p: argparse.ArgumentParser,  # a subcommand's parser
                            ):
     "Add the options naming the tokenizer a command uses: a path (`args.tokenizer` either way), or an encoding."
     if positional: p.add_argument("tokenizer", nargs="?", type=Path, metavar="PATH", help=TOKENIZER_HELP)
-    else: p.add_argument("--tokenizer", "-t", type=Path, metavar="PATH", help=TOKENIZER_HELP + "; required unless --encoding")
+    else: p.add_argument("--tokenizer", "-t", type=Path, metavar="PATH",
+                         help=TOKENIZER_HELP + "; required unless --encoding")
     p.add_argument("--encoding", choices=tuple(ENCODINGS), default=None,
                    help="one of OpenAI's encodings instead of a tokenizer file: its pattern and special tokens are "
                         "built in, its ranks come from --ranks")
@@ -558,14 +560,15 @@ def _load(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
     "Load a tokenizer whatever its format (see `read_tokenizer`)."
     return read_tokenizer(path, model, trust_pattern)[1]
 
-# %% ../nbs/06_cli.ipynb #c65543d0
+# %% ../nbs/06_cli.ipynb #91ecb632
 def tokenizer_from_args(args,  # parsed options of a command that called `add_tokenizer_arguments`
                         model: bool = False  # a native file as a `BPEModel` (with its training record)
                        ) -> tuple[str, object]:
     "`(format, tokenizer)` named by the options: a path (any form, see `read_tokenizer`) or --encoding with --ranks."
     path, enc, ranks = args.tokenizer, args.encoding, args.ranks
     if enc is not None:
-        if path is not None: raise CLIError(f"give a tokenizer path or --encoding, not both (got '{path}' and {enc})", EXIT_USAGE)
+        if path is not None:
+            raise CLIError(f"give a tokenizer path or --encoding, not both (got '{path}' and {enc})", EXIT_USAGE)
         if ranks is None:
             raise CLIError(f"--encoding {enc} needs --ranks FILE, the encoding's ranks ({enc}.tiktoken, plain or gzip)",
                            EXIT_USAGE)
@@ -620,9 +623,9 @@ def cmd_encode(args) -> int:
     sys.stdout.flush()
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #0a85e570
+# %% ../nbs/06_cli.ipynb #9762c559
 def _encode_to_file(tok, args) -> int:
-    "encode --out: all ids with `Tokenizer.encode_file`, which writes the .npy or .bin itself, atomically (stdin is spooled to a file)."
+    "encode --out: all ids with `Tokenizer.encode_file`, which writes the .npy or .bin atomically (stdin spooled to a file)."
     out = check_not_input(check_output_path(args.out, "ids"), [("tokenizer", args.tokenizer or args.ranks)], "ids")
     spooled = None  # stdin copied to a temporary file, removed whatever happens
     try:
@@ -673,7 +676,7 @@ def parse_ids(line: str,  # one line of whitespace-separated ids
         ids.append(int(tok))
     return ids
 
-# %% ../nbs/06_cli.ipynb #465457e2
+# %% ../nbs/06_cli.ipynb #81a8bcdb
 NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 
 def ids_file_kind(name: str,  # decode's FILE ("-" is stdin)
@@ -692,7 +695,7 @@ def default_dtype(tok) -> str:
 def bin_dtype(name: str,  # a raw .bin file of ids
               tok  # the tokenizer that will decode it
              ) -> str:
-    "The width of a raw .bin read without --dtype: `default_dtype`, except uint32 for small uint32 ids (every other 16-bit word 0)."
+    "The width of a .bin read without --dtype: `default_dtype`, but uint32 for small uint32 ids (every other 16-bit word 0)."
     import numpy as np
     if default_dtype(tok) == "uint32": return "uint32"
     size = Path(name).stat().st_size
@@ -790,7 +793,7 @@ def plot_histogram(hist: dict[int, int],  # length -> number of tokens
     fig.savefig(path, dpi=100)
     return Path(path)
 
-# %% ../nbs/06_cli.ipynb #5daec5a7
+# %% ../nbs/06_cli.ipynb #14f66c87
 FORMAT_NAMES = {"native": "native bpe_nb file", "hf": "HF tokenizer.json", "tiktoken": "tiktoken export",
                 "gpt2": "GPT-2 vocab.json + merges.txt", "encoding": "OpenAI encoding"}
 
@@ -803,7 +806,8 @@ def cmd_inspect(args) -> int:
     "`bpe-nb inspect`: format, sizes, special tokens, training record, merges, longest tokens, length histogram."
     if args.plot is not None:
         require_matplotlib()
-        check_not_input(check_output_path(args.plot, "plot"), [("tokenizer", args.tokenizer or args.ranks)], "plot", "--plot")
+        check_not_input(check_output_path(args.plot, "plot"), [("tokenizer", args.tokenizer or args.ranks)],
+                        "plot", "--plot")
     kind, model = tokenizer_from_args(args, model=True)
     vocab, merges, specials = model.vocab, model.merges, model.special_tokens
     single = sum(1 for b in vocab.values() if len(b) == 1)
@@ -821,10 +825,11 @@ def cmd_inspect(args) -> int:
     print("token lengths:  (bytes: number of tokens)")
     for line in format_histogram(hist): print(line)
     if args.plot is not None:
-        print(f"plot:           {plot_histogram(hist, args.plot, f'token lengths of {Path(args.tokenizer or args.encoding).name}')}")
+        title = f"token lengths of {Path(args.tokenizer or args.encoding).name}"
+        print(f"plot:           {plot_histogram(hist, args.plot, title)}")
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #bf08cd3e
+# %% ../nbs/06_cli.ipynb #45e3b22a
 @arguments("export", "write another tool's format",
            "Write the tokenizer for GPT-2 style tools (vocab.json + merges.txt), HF tokenizers "
            "(tokenizer.json) or tiktoken (bpe_nb.tiktoken + bpe_nb.json) into a directory. Files of the "
@@ -833,7 +838,8 @@ def _export_arguments(x: argparse.ArgumentParser):
     "The options of `bpe-nb export`."
     add_tokenizer_arguments(x, positional=True)
     x.add_argument("--format", "-f", choices=EXPORT_FORMATS, required=True, help="the target format")
-    x.add_argument("--out", "-o", type=Path, required=True, metavar="DIR", help="the directory to write (created if missing)")
+    x.add_argument("--out", "-o", type=Path, required=True, metavar="DIR",
+                   help="the directory to write (created if missing)")
 
 # %% ../nbs/06_cli.ipynb #6679e240
 def _export_inputs(args) -> list[tuple[str, Path]]:
