@@ -12,6 +12,7 @@ import heapq
 import json
 import os
 import secrets
+import sys
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -171,7 +172,9 @@ def _check_training(record: Mapping) -> list[str]:
         if k in record and record[k] is not None:
             v = record[k]
             if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
-                problems.append(f"training field {k!r} must be {_TYPE_NAMES[typ]}, got {v!r}")
+                problems.append(f"training field {k!r} must be {_TYPE_NAMES[typ]}, got {_short(v)}")
+            elif typ is int and not 0 <= v < 10**20:
+                problems.append(f"training field {k!r} must be a count from 0 to 10**20, got {_short(v)}")
     sha = record.get("corpus_sha256")
     if isinstance(sha, str) and not regex.fullmatch(r"[0-9a-f]{64}", sha):
         problems.append(f"training field 'corpus_sha256' must be 64 lowercase hex digits, got {sha!r}")
@@ -301,6 +304,11 @@ def _jtype(v) -> str:
 
 # %% ../nbs/05_artifacts.ipynb #2760d4ff
 _MAX_DIGITS = 20  # no id, size or count in a tokenizer file needs more digits
+# Python 3.11+ refuses to convert integers of more than 4,300 digits (`sys.get_int_max_str_digits`), which bounds
+# the time; we turn that error into an ArtifactError. Older Pythons convert any length (in quadratic time), so there
+# a hook checks each integer's length first, at the price of a Python call per integer.
+_INT_HOOK = {} if hasattr(sys, "get_int_max_str_digits") else {"parse_int": lambda s: _parse_int(s)}
+_INT_LIMIT = regex.compile(r"integer string conversion: value has ([0-9]+) digits")
 
 class _LongNumber(ValueError): pass
 
@@ -326,7 +334,7 @@ def read_json(path  # the file to read
     try: text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ArtifactError(path, f"is not valid UTF-8: byte {raw[e.start]:#04x} at offset {e.start}") from None
-    try: return json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+    try: return json.loads(text, parse_constant=_parse_constant, **_INT_HOOK)
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
             raise ArtifactError(path, f"is truncated: the JSON stops at line {e.lineno}, column {e.colno} "
@@ -334,7 +342,11 @@ def read_json(path  # the file to read
         raise ArtifactError(path, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except _LongNumber as e: raise ArtifactError(path, str(e)) from None
     except RecursionError: raise ArtifactError(path, "is not usable JSON: nested too deeply") from None
-    except ValueError as e: raise ArtifactError(path, f"is not usable JSON: {e}") from None
+    except ValueError as e:
+        if m := _INT_LIMIT.search(str(e)):
+            raise ArtifactError(path, f"holds an integer of {int(m[1]):,} digits: no id, size or count needs "
+                                      f"more than {_MAX_DIGITS}") from None
+        raise ArtifactError(path, f"is not usable JSON: {e}") from None
 
 
 # %% ../nbs/05_artifacts.ipynb #7b6142c0
@@ -351,9 +363,10 @@ def _owner(doc: dict, i: int) -> str:
 _MAX_EXTRA_PAIRS = 1 << 20  # the encoder stores a rank per (left id, right id): tokens held by several ids multiply them
 _MAX_TOKEN_BYTES = 1 << 26  # merges compose: 40 doublings would make one token of 2**40 bytes
 
-def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple[bytes, bytes]]:
-    "The merges as byte pairs, adding each new token to `vocab` (id -> bytes); raise `bad(problem)` at the first broken rule."
-    out, seen, made, size, get = [], {}, set(), 0, vocab.get  # made: the merged tokens; size: their bytes
+def _merges(doc: dict, merges: list, vocab: dict | list, limit: int, bad) -> list[tuple[bytes, bytes]]:
+    "The merges as byte pairs, adding each new token to `vocab` (id -> bytes, or a list of `limit` slots); raise `bad(problem)` at the first broken rule."
+    get = vocab.get if isinstance(vocab, dict) else vocab.__getitem__  # a list (dense ids) is quicker than a dict
+    out, seen, size = [], {}, 0  # size: the bytes of all merged tokens so far
     for k, m in enumerate(merges):
         if type(m) is not list or len(m) != 3: raise bad(f"merge {k} must be [left, right, new], got {_short(m)}")
         l, r, i = m
@@ -365,17 +378,17 @@ def _merges(doc: dict, merges: list, vocab: dict, limit: int, bad) -> list[tuple
         a, b = get(l), get(r)
         if a is None or b is None:
             raise bad(f"merge {k} {m!r} references id {l if a is None else r}, which is neither a byte nor an earlier merge")
-        if i in vocab: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
+        if get(i) is not None: raise bad(f"merge {k} {m!r}: id {i} is already {_owner(doc, i)}")
         pair = (a, b)
         if pair in seen: raise bad(f"merge {k} {pair!r} is a duplicate of merge {seen[pair]}")
         seen[pair] = k
         vocab[i] = ab = a + b
-        made.add(ab)
         size += len(ab)
         if size > _MAX_TOKEN_BYTES: raise bad(f"merge {k}: the merged tokens would hold more than {_MAX_TOKEN_BYTES:,} "
                                               "bytes (merges compose: each can double a token)")
         out.append(pair)
-    if len(made) < len(out): _check_duplicates(out, bad)  # two merges make the same bytes
+    tokens = set(vocab.values() if isinstance(vocab, dict) else vocab) - {None}
+    if len(tokens) < 256 + len(out): _check_duplicates(out, bad)  # two ids hold the same bytes
     return out
 
 def _check_duplicates(merges: list, bad):
@@ -435,24 +448,26 @@ def _native_parts(doc, path, trust_pattern: bool = False
     if len(byte_ids) != 256: raise bad(f'"byte_ids" must list 256 ids, it has {len(byte_ids)}')
     n = 256 + len(merges) + len(specials)
     limit = n if version == 1 else MAX_ID + 1  # version 1: the ids are exactly 0..n-1; version 2: any distinct ids
-    vocab: dict[int, bytes] = {}
+    vocab: dict[int, bytes] | list = [None] * n if version == 1 else {}  # version 1: a list of the n ids
+    get = vocab.get if version > 1 else vocab.__getitem__
     for x, i in enumerate(byte_ids):
         if type(i) is not int: raise bad(f"byte_ids[{x}] must be an integer id, got {_short(i)}")
         if not 0 <= i < limit: raise bad(f"byte_ids[{x}] = {_short(i)} is outside the ids 0..{limit - 1}")
-        if i in vocab: raise bad(f"byte_ids[{x}] = {i} is also the id of {vocab[i]!r}")
+        if get(i) is not None: raise bad(f"byte_ids[{x}] = {i} is also the id of {vocab[i]!r}")
         vocab[i] = _BYTES[x]
     out = _merges(doc, merges, vocab, limit, bad)
     for s, i in specials.items():
         if not s: raise bad("a special token is the empty string")
         if type(i) is not int: raise bad(f"special token {_short(s)} must have an integer id, got {_short(i)}")
         if not 0 <= i < limit: raise bad(f"special token {_short(s)} has id {_short(i)}, outside 0..{limit - 1}")
-        if i in vocab: raise bad(f"special token {_short(s)} has id {i}, which is already {_owner(doc, i)}")
+        if get(i) is not None: raise bad(f"special token {_short(s)} has id {i}, which is already {_owner(doc, i)}")
         try: vocab[i] = s.encode("utf-8")
         except UnicodeEncodeError: raise bad(f"special token {_short(s)} is not valid Unicode") from None
     problems = _check_training(training)
     if problems: raise bad("; ".join(problems))
     if training.get("vocab_size", n) != n: raise bad(f"training says vocab_size={training['vocab_size']}, the file has {n} ids")
-    return dict(sorted(vocab.items())), out, dict(specials), pattern, training
+    vocab = dict(enumerate(vocab)) if version == 1 else dict(sorted(vocab.items()))  # in id order, either way
+    return vocab, out, dict(specials), pattern, training
 
 
 # %% ../nbs/05_artifacts.ipynb #ebc81d3a

@@ -264,6 +264,20 @@ def read_pieces(path: str | os.PathLike,  # the UTF-8 text file
     _check_errors(errors, special_tokens)  # now, not at the first `next()`
     return _read_pieces(path, start, end, _Cutter(special_tokens, pattern), errors, piece_size, hasher)
 
+
+# %% ../nbs/03_parallel_chunking.ipynb #eb27e423
+def _fill(f: BinaryIO, buf: bytes, done: int, end: int, piece_size: int, grow: bool, hasher, path) -> bytes:
+    "`buf` (which starts at file offset `done`) topped up to `piece_size` bytes, or doubled if `grow`, within the range."
+    want = min(end - done - len(buf), max(piece_size, len(buf)) if grow else piece_size - len(buf))
+    if want <= 0: return buf
+    data = f.read(want)
+    if len(data) < want:
+        raise ValueError(f"{path}: expected {end} bytes but the file ended at {done + len(buf) + len(data)}; "
+                         "was it changed while being read?")
+    if hasher is not None: hasher.update(data)
+    return buf + data
+
+# %% ../nbs/03_parallel_chunking.ipynb #65a7b40f
 def _read_pieces(path, start: int, end: int, cutter: _Cutter, errors: str, piece_size: int, hasher) -> Iterator[Piece]:
     "The generator behind `read_pieces`."
     with open(path, "rb") as f:
@@ -271,15 +285,7 @@ def _read_pieces(path, start: int, end: int, cutter: _Cutter, errors: str, piece
         done, buf = start, b""  # `done`: file offset of buf[0]; everything before it is yielded
         grow, scanned = False, 0  # `grow`: the last look found no cut; no safe cut lies in buf[1:scanned]
         while done < end:
-            # fill up to piece_size; after a look that found no cut, read as much again as the buffer holds
-            want = min(end - done - len(buf), max(piece_size, len(buf)) if grow else piece_size - len(buf))
-            if want > 0:
-                data = f.read(want)
-                if len(data) < want:
-                    raise ValueError(f"{path}: expected {end} bytes but the file ended at {done + len(buf) + len(data)}; "
-                                     "was it changed while being read?")
-                if hasher is not None: hasher.update(data)
-                buf += data
+            buf = _fill(f, buf, done, end, piece_size, grow, hasher, path)
             if done + len(buf) >= end: cut = hi = len(buf)  # the end of the range is a safe cut
             else:
                 hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on

@@ -531,25 +531,32 @@ def _token_set(value, name: str) -> frozenset[str]:
         if not isinstance(s, str) or not s: raise TypeError(f"{name} must hold non-empty str, got {s!r}")
     return out
 
-def _refuse_disallowed(text: str, bad) -> None:
-    "Raise a `ValueError` naming the first disallowed special token that `bad` finds in `text`."
+def _refuse_disallowed(text: str, bad, base: int = 0) -> None:
+    "Raise a `ValueError` naming the first disallowed special token that `bad` finds in `text` (at `base` in a stream)."
     m = bad.search(text)
-    if m: raise ValueError(f"the text contains the disallowed special token {m.group()!r} at index {m.start()}: "
+    if m: raise ValueError(f"the text contains the disallowed special token {m.group()!r} at index {base + m.start()}: "
                            "pass it in allowed_special to encode it as a special token, or "
                            "disallowed_special=() to encode it as ordinary text")
 
 # %% ../nbs/04_encoder.ipynb #d1a98271
 @patch
-def _special_rules(self: Tokenizer, allowed_special, disallowed_special) -> tuple:
-    "The regex that splits off the special tokens to honour, and the one that finds disallowed ones (or None)."
-    if allowed_special is None and disallowed_special is None: return self._special_rx, None  # our default
+def _special_sets(self: Tokenizer, allowed_special, disallowed_special) -> tuple[frozenset, frozenset]:
+    "tiktoken's rules: the registered special tokens to honour, and the strings whose presence is an error."
     names = frozenset(self.special_tokens)
+    if allowed_special is None and disallowed_special is None: return names, frozenset()  # our default
     allowed = (names if isinstance(allowed_special, str) and allowed_special == "all"
                else frozenset() if allowed_special is None else _token_set(allowed_special, "allowed_special"))
     if disallowed_special is None or (isinstance(disallowed_special, str) and disallowed_special == "all"):
         disallowed = names - allowed
     else: disallowed = _token_set(disallowed_special, "disallowed_special")
-    return special_pattern(tuple(sorted(allowed & names))), special_pattern(tuple(sorted(disallowed)))
+    return allowed & names, disallowed
+
+@patch
+def _special_rules(self: Tokenizer, allowed_special, disallowed_special) -> tuple:
+    "The regex that splits off the special tokens to honour, and the one that finds disallowed ones (or None)."
+    if allowed_special is None and disallowed_special is None: return self._special_rx, None  # our default
+    allowed, disallowed = self._special_sets(allowed_special, disallowed_special)
+    return special_pattern(tuple(sorted(allowed))), special_pattern(tuple(sorted(disallowed)))
 
 # %% ../nbs/04_encoder.ipynb #2fbef9a0
 @patch
@@ -628,13 +635,16 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
 _STREAM_BLOCK = 1 << 16  # characters gathered from the iterable before each encoding step
 _LOOKAHEAD = 3  # characters a proven pattern may read past a pre-token outside whitespace runs
 
-def _encode_head(tok: Tokenizer, text: str) -> tuple[list[int], int]:
+def _encode_head(tok: Tokenizer, text: str,
+                 specials: tuple | None = None  # (regex, length of the longest) of the special tokens to honour; None: all
+                ) -> tuple[list[int], int]:
     "Encode the part of `text` that no continuation can change; return its ids and where the rest starts."
+    rx, longest = specials or (tok._special_rx, tok._max_special)
     out, start, n = [], 0, len(text)
     final = n  # text before `final` is text, whatever follows
-    if tok._special_rx is not None:
-        final = n - tok._max_special + 1
-        for m in tok._special_rx.finditer(text):
+    if rx is not None:
+        final = n - longest + 1
+        for m in rx.finditer(text):
             if m.start() >= final: break
             if m.start() > start: tok._encode_ordinary(text[start:m.start()], out)
             out.append(tok.special_tokens[m.group()])
@@ -656,30 +666,44 @@ def _encode_head(tok: Tokenizer, text: str) -> tuple[list[int], int]:
     return out, start
 
 # %% ../nbs/04_encoder.ipynb #af97c79a
-def _encode_iterable(tok: Tokenizer, iterable: Iterable[str]) -> Iterator[int]:
-    "Generator behind `Tokenizer.encode_iterable`."
+def _encode_iterable(tok: Tokenizer, iterable: Iterable[str], allowed: frozenset, disallowed: frozenset
+                    ) -> Iterator[int]:
+    "Generator behind `Tokenizer.encode_iterable`: `allowed` special tokens are honoured, `disallowed` ones raise."
     if isinstance(iterable, str): iterable = (iterable,)
+    specials = special_pattern(tuple(sorted(allowed))), max(map(len, allowed), default=0)
+    bad, keep = special_pattern(tuple(sorted(disallowed))), max(map(len, disallowed), default=1) - 1
     tail, block, size, base = "", [], 0, 0  # base: characters of the stream before `tail`
+    seen, seen_at = "", 0  # the last `keep` characters searched for disallowed tokens, and where they start
+    def check(new: str):  # a disallowed token may straddle the seam: search the end of the old text too
+        nonlocal seen, seen_at
+        if bad is not None: _refuse_disallowed(seen + new, bad, seen_at)
+        both = seen + new
+        k = min(keep, len(both))
+        seen, seen_at = both[len(both) - k:], seen_at + len(both) - k
     for item in iterable:
         if not isinstance(item, str):
             raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(item).__name__}")
         block.append(item); size += len(item)
         if size < _STREAM_BLOCK: continue
-        text = tail + "".join(block)
+        new = "".join(block); check(new)
+        text = tail + new
         block.clear(); size = 0
-        try: ids, cut = _encode_head(tok, text)
+        try: ids, cut = _encode_head(tok, text, specials)
         except UnicodeEncodeError: _check_utf8(text); raise
         except _NotCovered: raise tok._coverage_error(text, base) from None
         finally: tok._trim_cache()
         tail, base = text[cut:], base + cut
         yield from ids
-    yield from tok._encode(tail + "".join(block), tok._special_rx, base)
+    new = "".join(block); check(new)
+    yield from tok._encode(tail + new, specials[0], base)
 
 @patch
-def encode_iterable(self: Tokenizer, iterable: Iterable[str]  # e.g. an open text file: its lines
+def encode_iterable(self: Tokenizer, iterable: Iterable[str],  # e.g. an open text file: its lines
+                    *, allowed_special: str | Iterable[str] | None = None,  # as in `encode`
+                    disallowed_special: str | Iterable[str] | None = None  # as in `encode`; raises when reached
                    ) -> Iterator[int]:
     "Lazily encode a stream of strings in bounded memory, exactly as `encode` of their concatenation."
-    return _encode_iterable(self, iterable)
+    return _encode_iterable(self, iterable, *self._special_sets(allowed_special, disallowed_special))
 
 # %% ../nbs/04_encoder.ipynb #9fa21827
 @patch

@@ -8,6 +8,11 @@ function to check link anchors before Sphinx runs.
 """
 import re
 
+from docutils import nodes
+from docutils.transforms import Transform
+
+RAW_ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
+
 
 def pandoc_slug(title: str  # the heading text, as rendered (no markup)
                ) -> str:
@@ -16,6 +21,27 @@ def pandoc_slug(title: str  # the heading text, as rendered (no markup)
     s = re.sub(r"\s+", "-", s)
     s = re.sub(r"^[\W\d_]+", "", s)
     return s or "section"
+
+
+class RawAnchors(Transform):
+    """Make `<a id="x"></a>` written in markdown a link target, like a heading: `[f](page.ipynb#x)` resolves.
+
+    tools/build_docs.py puts such an anchor before each `#| exports` cell (the id the `show_doc` heading
+    had), and references.ipynb marks its entries with them. MyST only knows heading slugs, so a link to
+    another anchor would be a warning (an error under `-W`): this registers them as slugs too.
+    """
+    default_priority = 870   # before MyST's ResolveAnchorIds (879), which resolves `[x](#x)`
+
+    def apply(self, **kwargs):
+        slugs = getattr(self.document, "myst_slugs", None)
+        if slugs is None: slugs = self.document.myst_slugs = {}
+        env = self.document.settings.env if hasattr(self.document.settings, "env") else None
+        for node in self.document.findall(nodes.raw):
+            if "html" not in node.get("format", "").split(): continue
+            for i in RAW_ANCHOR.findall(node.astext()):
+                slugs.setdefault(i, (node.line or 0, i, i))
+        if env is not None and slugs:
+            env.metadata[env.docname]["myst_slugs"] = slugs
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -28,5 +54,6 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    app.add_transform(RawAnchors)
     app.connect("html-page-context", _dedupe_scripts)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -234,6 +234,8 @@ CORRUPTIONS = {
     "5,000-digit integer": (lambda g: g.replace('"version": 1', '"version": 1' + "0" * 4999).encode(),
                             "integer of 5,000 digits"),
     "NaN": (lambda g: g.replace('"version": 1', '"version": NaN').encode(), "NaN, which is not a JSON number"),
+    "training count of 25 digits": (lambda g: _edit(g, training={"corpus_bytes": 10**24}).encode(),
+                                    "'corpus_bytes' must be a count from 0 to 10**20"),
     "unknown pattern": (lambda g: _edit(g, pattern=r"(?:a|aa)+b|\S+|\s+").encode(), "trust_pattern=True"),
     "version is a string": (lambda g: _edit(g, version="1").encode(), '"version" must be an integer'),
     "version 0": (lambda g: _edit(g, version=0).encode(), "schema version 0 does not exist"),

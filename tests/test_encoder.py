@@ -1032,9 +1032,12 @@ def test_real_encodings_stream_exactly(real_pair, text, cuts, block):
     ours, reference = real_pair
     saved = encoder._STREAM_BLOCK
     encoder._STREAM_BLOCK = block
-    try: got = list(ours.encode_iterable(_split(text, cuts)))
+    try:
+        got = list(ours.encode_iterable(_split(text, cuts)))
+        ordinary = list(ours.encode_iterable(_split(text, cuts), disallowed_special=()))
     finally: encoder._STREAM_BLOCK = saved
     assert got == reference.encode(text, allowed_special="all")
+    assert ordinary == reference.encode(text, disallowed_special=())
 
 
 def test_real_encodings_sample_batches_and_lookups(real_pair):
@@ -1053,3 +1056,31 @@ def test_real_encodings_sample_batches_and_lookups(real_pair):
     assert max(ours.vocab) == reference.max_token_value
     assert ours.vocab_size == len(reference._mergeable_ranks) + len(reference._special_tokens)  # gaps are not ids
     assert encoder._resolve_dtype(ours, None) == np.uint32
+
+
+# ---------------------------------------------------------------- encode_iterable under tiktoken's rules
+@settings(max_examples=300, deadline=None)
+@given(special_text, st.lists(st.integers(0, 200), max_size=12), st.integers(1, 30), st.integers(0, len(RULES) - 1))
+def test_encode_iterable_follows_the_rules_of_encode(fim, text, cuts, block, which):
+    "Same ids as `encode` with the same rules, or the same ValueError (naming the same token at the same index)."
+    kw = RULES[which]
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try:
+        try: got = list(fim.encode_iterable(_split(text, cuts), **kw))
+        except ValueError as e: got = str(e)
+    finally: encoder._STREAM_BLOCK = saved
+    try: expected = fim.encode(text, **kw)
+    except ValueError as e: expected = str(e)
+    assert got == expected
+
+
+def test_encode_iterable_finds_a_disallowed_token_across_seams(fim, monkeypatch):
+    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 3)
+    text = "hello there " * 20 + EOT + " bye"
+    at = text.index(EOT)
+    for cut in range(at - 2, at + len(EOT) + 2):
+        with pytest.raises(ValueError, match=rf"disallowed special token '<\|endoftext\|>' at index {at}:"):
+            list(fim.encode_iterable([text[:cut], text[cut:]], allowed_special={FIM}))
+    assert list(fim.encode_iterable([text[:at + 3], text[at + 3:]], disallowed_special=())) == fim.encode_ordinary(text)
+    assert list(fim.encode_iterable(iter(text), allowed_special="all")) == fim.encode(text)

@@ -285,6 +285,17 @@ def test_writers_never_follow_a_planted_link(tmp_path):
                                       "victim", "vocab.json"]), result  # no temporary file left
 
 
+def test_a_target_that_is_a_link_is_replaced_not_followed(tmp_path):
+    "Saving over a symbolic link replaces the link with the new file; the file it pointed to is left alone."
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (tmp_path / "m.json").symlink_to(victim)
+    model = train_naive(count_pretokens("low lower lowest newer wider"), 270, [EOT], progress=False)
+    save(model, tmp_path / "m.json")
+    assert victim.read_bytes() == b"precious" and not (tmp_path / "m.json").is_symlink()
+    assert artifacts.load(tmp_path / "m.json").encode("low") == encoder.Tokenizer.from_model(model).encode("low")
+
+
 def test_encode_file_never_follows_a_planted_link(tmp_path):
     if "open_temp" not in inspect.getsource(encoder._encode_file):
         pytest.xfail("encode_file still writes through the fixed name OUT.partial (the encoder's part of 14.3)")

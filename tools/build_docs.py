@@ -3,18 +3,28 @@
 The notebooks in nbs/ are committed without outputs, and Quarto (what `nbdev_docs` needs) cannot be
 installed here, so the site is made in four steps, each done by the tool that already knows how:
 
-1. execute  every notebook runs with execnb's `CaptureShell` as `nbdev_test` runs it (no Jupyter
-            kernel; from its own folder; IN_TEST=1; default process start method), into
-            build/docs/exec/. Cells flagged with a `tst_flags` flag of settings.ini (`#| slow`,
-            `#| notest`) are skipped as `nbdev_test` skips them, unless named in `--flags`.
-            An error stops the build, naming the notebook and the cell.
+1. execute  every notebook (nbs/ and its sub-folders, e.g. nbs/solutions/) runs with execnb's
+            `CaptureShell` as `nbdev_test` runs it (no Jupyter kernel; from its own folder; IN_TEST=1;
+            default process start method), into build/docs/exec/. Cells flagged with a `tst_flags`
+            flag of settings.ini (`#| slow`, `#| notest`) are skipped as `nbdev_test` skips them,
+            unless named in `--flags`. An error stops the build, naming the notebook and the cell.
+   check    what the site would show must be clean: no traceback, no warning on stderr, no progress
+            bar, no machine path (/tmp/, /work/, /root/, /home/) in the output of a shown cell, and
+            no cell mixing imports with other code (nbdev would print "Found cells containing
+            imports and other code" and re-run it). Each problem is named by notebook, cell number
+            and first line; any fails the build, unless BPE_DOCS_STRICT=0 (then they are listed).
 2. process  `nbdev.serve.proc_nbs()` writes _proc/: `#| hide` cells dropped, `#| export` code
             replaced by `show_doc` output, backticked names linked to their docs.
 3. rewrite  _proc/ is Quarto-flavoured; `plain_nb` turns each notebook into a plain one for Jupyter
-            Book (front matter -> title and subtitle, `show_doc` output -> markdown, nbdev's absolute
-            doc links -> links between pages, Quarto link attributes and `#|` lines dropped) in
-            build/docs/book/, beside a copy of docs/ (the Jupyter Book config, CSS, and the tiny
-            `bpe_docs` Sphinx extension) and a `_toc.yml`: index first, then the notebooks in file order.
+            Book (front matter -> title and subtitle, `show_doc` output -> markdown without its
+            [source] link, nbdev's absolute doc links -> links between pages, Quarto link attributes
+            and `#|` lines dropped, `#| echo: false` -> output only, `|` in code spans of table rows
+            escaped). An `#| exports` cell shows its code under `<a id="name">` anchors (the ids
+            its `show_doc` headings had, so links keep working, plus index entries for genindex)
+            instead of a duplicate signature block. The result goes to build/docs/book/, beside a
+            copy of docs/ (the Jupyter Book config, CSS, and the `bpe_docs` Sphinx extension, which
+            makes raw `<a id>` anchors link targets) and a `_toc.yml`: index, why, the chapters,
+            then an appendix (CLI reference, solutions/, references); absent pages are left out.
 4. build    `jupyter-book build -W`: any Sphinx warning (a link to a chapter that does not exist, an
             anchor that is not there) fails the build. The HTML is then copied to _docs/.
 
@@ -128,6 +138,108 @@ def execute_all(nbs: Path,  # the notebook folder (settings.ini's nbs_path)
     return srcs
 
 
+# ---------------------------------------------------------------- checks: clean outputs, import cells
+STRICT_ENV = "BPE_DOCS_STRICT"    # "0": the checks below only print their findings (see strict())
+OUTPUT_RULES = (                  # (what, pattern): any match in an output the site shows fails the build
+    ("a traceback", re.compile(r"Traceback \(most recent call last\)")),
+    ("a progress bar", re.compile(r"\d{1,3}%\|")),
+    ("a machine path", re.compile(r"(?<![\w.~-])/(?:tmp|work|root|home)/[^\s'\"]*")),
+)
+WARNING_RULE = re.compile(r"\w*Warning:|warnings\.warn")   # on stderr
+
+
+def strict() -> bool:
+    "True unless `BPE_DOCS_STRICT=0`: then clean-output and import-cell problems are printed, not fatal."
+    return os.environ.get(STRICT_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _rel(p: Path) -> str:
+    "`p` relative to the repository when it is inside it (for messages)."
+    try: return p.resolve().relative_to(ROOT.resolve()).as_posix()
+    except ValueError: return str(p)
+
+
+def _first_line(code: str) -> str:
+    return next((l for l in code.split("\n") if l.strip()), "")[:80]
+
+
+def _out_text(o: dict) -> str:
+    "Every text an output shows: a stream, a value's or a display's text/plain, markdown or html, an error's traceback."
+    if o.get("output_type") == "stream": return _text(o.get("text", ""))
+    if o.get("output_type") == "error": return "\n".join(o.get("traceback", [])) + f"\n{o.get('ename')}: {o.get('evalue')}"
+    data = o.get("data", {})
+    return "\n".join(_text(data[k]) for k in ("text/plain", "text/markdown", "text/html") if k in data)
+
+
+def output_problems(nb: dict,  # an executed notebook, as JSON
+                    name: str  # how to name it in messages, e.g. nbs/07_benchmark.ipynb
+                   ) -> list[str]:
+    "What the site would show that it must not: tracebacks, warnings, progress bars, machine paths; one line each."
+    probs = []
+    for i, c in enumerate(nb["cells"]):
+        if c["cell_type"] != "code": continue
+        opts, code = _directives(_text(c.get("source", "")))
+        if "hide" in opts or opts.get("include") == "false" or opts.get("output") == "false": continue
+        where = f"{name} cell {i} ({_first_line(code)!r})"
+        for o in c.get("outputs", []):
+            text = _out_text(o)
+            if o.get("output_type") == "error": probs.append(f"{where}: a traceback ({o.get('ename')}: {o.get('evalue')})")
+            elif o.get("output_type") == "stream" and o.get("name") == "stderr" and (m := WARNING_RULE.search(text)):
+                line = next(l for l in text.split("\n") if m.group(0) in l)
+                probs.append(f"{where}: a warning on stderr: {line.strip()[:120]!r}")
+            for what, rule in OUTPUT_RULES:
+                if o.get("output_type") == "error" and what == "a traceback": continue
+                if m := rule.search(text): probs.append(f"{where}: {what} in its output: {m.group(0)[:80]!r}")
+    return list(dict.fromkeys(probs))
+
+
+def import_cells(src: Path) -> list[int]:
+    "The cells for which nbdev's docs processing prints 'Found cells containing imports and other code' (and re-runs them)."
+    import warnings
+    from fastcore.basics import str2bool
+    from nbdev.frontmatter import FrontmatterProc
+    from nbdev.process import NBProcessor
+    from nbdev.processors import _do_eval, _show_docs, _want_doc
+    nb = NBProcessor(src, procs=FrontmatterProc, process=True).nb
+    fm = getattr(nb, "frontmatter_", {}) or {}
+    cells = nb.cells
+    trees = [t for c in cells for t in (c.parsed_() or [])]
+    has_docs = any(_want_doc(c) for c in cells) or bool(_show_docs(trees))
+    if not has_docs or str2bool(fm.get("skip_showdoc", False)): return []
+    bad = []
+    for c in cells:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _do_eval(c)
+        if any("imports and other code" in str(w.message) for w in caught): bad.append(c.idx_)
+    return bad
+
+
+def import_problems(nbs: Path, srcs: list[Path]) -> list[str]:
+    "One line per cell that mixes imports with other code, naming the notebook, the cell and its first line."
+    out = []
+    for src in srcs:
+        cells = json.loads(src.read_text(encoding="utf-8"))["cells"]
+        for i in import_cells(src):
+            code = _directives(_text(cells[i]["source"]))[1]
+            out.append(f"{_rel(src)} cell {i} ({_first_line(code)!r}): imports and other code in one cell "
+                       "(nbdev re-runs it to make the docs and prints 'Found cells containing imports'): give the imports a cell of their own")
+    return out
+
+
+def check_clean(nbs: Path, exec_dir: Path, srcs: list[Path]) -> list[str]:
+    "Run the output and import-cell checks on every notebook; raise `DocsError` with all findings (print them if not `strict()`)."
+    probs = import_problems(nbs, srcs)
+    for s in srcs:
+        nb = json.loads((exec_dir / s.relative_to(nbs)).read_text(encoding="utf-8"))
+        probs += output_problems(nb, _rel(s))
+    if probs and strict():
+        raise DocsError(f"{len(probs)} problem(s) in what the site would show (set {STRICT_ENV}=0 to list them without failing):\n  "
+                        + "\n  ".join(probs))
+    for p in probs: log(f"    NOT CLEAN ({STRICT_ENV}=0): {p}")
+    return probs
+
+
 # ---------------------------------------------------------------- 2. process
 def process(exec_dir: Path, workers: int) -> Path:
     "Run nbdev's docs processing (`proc_nbs`, not `nbdev_proc_nbs`, which tries to install Quarto) on `exec_dir`."
@@ -165,18 +277,22 @@ def _headings_unlinked(md: str) -> str:
     return "\n".join(lines)
 
 
+RAW_ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
+
+
 def _heading_ids(md: str) -> set[str]:
-    "The anchors Sphinx will give the headings of `md` (via `bpe_docs.pandoc_slug`)."
+    "The anchors of `md`: those Sphinx gives its headings (via `bpe_docs.pandoc_slug`), and raw `<a id=\"x\">` ones."
     return {pandoc_slug(re.sub(r"[`*]", "", line.lstrip("#")))
-            for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)}
+            for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)} | \
+           {m for _, line, code in _md_lines(md) if not code for m in RAW_ANCHOR.findall(line)}
 
 
 def _directives(src: str) -> tuple[dict, str]:
     "Split the leading `#| key: value` lines of a code cell from its code."
     lines, opts = src.split("\n"), {}
-    while lines and lines[0].startswith("#|"):
-        k, _, v = lines.pop(0)[2:].partition(":")
-        opts[k.strip()] = v.strip().lower()
+    while lines and (lines[0].lstrip().startswith("#|") or not lines[0].strip()):   # nbdev adds code-fold lines too
+        k, _, v = lines.pop(0).lstrip()[2:].partition(":")
+        if k.strip(): opts[k.strip()] = v.strip().strip('"').lower()
     return opts, "\n".join(lines).strip("\n")
 
 
@@ -186,16 +302,88 @@ def _text(x) -> str: return "".join(x) if isinstance(x, list) else x
 def _md_cell(source: str) -> dict: return {"cell_type": "markdown", "metadata": {}, "source": source}
 
 
+SOURCE_LINK = re.compile(r"\[source\]\([^)]*\)(\{[^}]*\})?[ \t]*\n?")   # show_doc's [source](github...) link
+CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+
+
+def _fence_links_unlinked(md: str) -> str:
+    "Inside fenced code (a `show_doc` signature), `[`name`](url)` -> `` `name` ``: links do not render in code."
+    lines = md.split("\n")
+    for i, line, code in _md_lines(md):
+        if code and not FENCE.match(line): lines[i] = MD_LINK.sub(r"\1", line)
+    return "\n".join(lines)
+
+
+def _table_pipes_escaped(md: str) -> str:
+    "In table rows, `|` inside a code span becomes `\\|`: else `<|endoftext|>` in backticks splits the cell."
+    lines = md.split("\n")
+    for i, line, code in _md_lines(md):
+        if code or not line.lstrip().startswith("|"): continue
+        lines[i] = CODE_SPAN.sub(lambda m: m.group(1) + re.sub(r"(?<!\\)\|", r"\\|", m.group(2)) + m.group(1), line)
+    return "\n".join(lines)
+
+
 def _show_doc_md(md: str) -> str:
-    "`show_doc` markdown for MyST: no leading `---` rule (docutils rejects a section that starts with one)."
+    "`show_doc` markdown for MyST: no `---` rule, no [source] link to an unpublished repository, no links inside the signature."
     md = re.sub(r"\A\s*---\s*\n", "", md)
-    return QUARTO_ATTRS.sub("){.showdoc-source}", md).strip()
+    md = SOURCE_LINK.sub("", QUARTO_ATTRS.sub(")", md))
+    return _fence_links_unlinked(md).strip()
+
+
+def _markdown(md: str) -> str:
+    "What every markdown cell and markdown output goes through."
+    return _table_pipes_escaped(_headings_unlinked(QUARTO_ATTRS.sub(")", md)))
+
+
+def _is_exports(opts: dict) -> bool:
+    "An `#| exports` cell: nbdev removed the directive but marked the cell `code-summary: \"Exported source\"`."
+    return "exports" in opts or opts.get("code-summary") == "exported source"
+
+
+def defined_names(code: str) -> list[str]:
+    "The names a cell defines at top level, as `show_doc` titles them (`f`, `Cls`, `Cls.method` for `@patch`), then public assignments."
+    import ast
+    from nbdev.showdoc import showdoc_nm
+    try: tree = ast.parse(code)
+    except SyntaxError: return []
+    defs, assigned = [], []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            nm = showdoc_nm(node)
+            if not node.name.startswith("_") or node.name.startswith("__"): defs.append(nm)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and not n.id.startswith("_"): assigned.append(n.id)
+    return [*defs, *assigned]
+
+
+def _ends_with_docstring(code: str) -> bool:
+    "True when the cell's last statement is a bare string: the docstring of a constant, not a value to show."
+    import ast
+    try: body = ast.parse(code).body
+    except SyntaxError: return False
+    return bool(body) and isinstance(body[-1], ast.Expr) and isinstance(body[-1].value, ast.Constant) \
+        and isinstance(body[-1].value.value, str)
+
+
+def _anchor_cell(names: list[str]) -> dict:
+    "Anchors (the ids `show_doc`'s headings had: `count_pairs`, `tokenizer.encode`) and index entries for `names`."
+    ids = dict.fromkeys(pandoc_slug(n) for n in names)
+    md = "".join(f'<a id="{i}"></a>' for i in ids)
+    md += "".join(f"\n\n```{{index}} {n}\n```" for n in dict.fromkeys(names))
+    return {**_md_cell(md), "metadata": {"bpe_anchor": True}}
 
 
 def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
              ) -> tuple[dict, dict]:
     "Make a Quarto-flavoured _proc/ notebook plain for Jupyter Book; return it and its front matter."
     cells, fm = [], {}
+    exported = set()        # names defined in `#| exports` cells: their code is shown, so no show_doc block
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            opts, code = _directives(_text(c.get("source", "")))
+            if _is_exports(opts): exported.update(defined_names(code))
     for i, c in enumerate(nb["cells"]):
         src = _text(c.get("source", ""))
         if c["cell_type"] == "raw" and i == 0 and src.lstrip().startswith("---"):
@@ -205,21 +393,26 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
             cells.append(_md_cell(head))
         elif c["cell_type"] == "markdown":
             if src.strip() == AUTOGEN: continue
-            cells.append(_md_cell(_headings_unlinked(QUARTO_ATTRS.sub(")", src))))
+            cells.append(_md_cell(_markdown(src)))
         elif c["cell_type"] == "code":
             opts, code = _directives(src)
             outs = c.get("outputs", [])
             if opts.get("include") == "false": continue
             if opts.get("output") == "asis":     # show_doc: its markdown output becomes the cell
+                m = re.fullmatch(r"show_doc\(([\w.]+)\)", code.strip())
+                if m and m.group(1) in exported: continue   # the code itself is on the page, under an anchor
                 md = "\n\n".join(_text(o["data"]["text/markdown"]) for o in outs if "text/markdown" in o.get("data", {}))
-                if md.strip(): cells.append(_md_cell(_headings_unlinked(_show_doc_md(md))))
+                if md.strip(): cells.append(_md_cell(_markdown(_show_doc_md(md))))
                 continue
+            if _is_exports(opts):
+                if names := defined_names(code): cells.append(_anchor_cell(names))
+                if _ends_with_docstring(code): outs = [o for o in outs if o.get("output_type") != "execute_result"]
             tags = (["remove-input"] if opts.get("echo") == "false" or not code else []) + \
                    (["remove-output"] if opts.get("output") == "false" else [])
             if not code and not outs: continue
             for o in outs:
                 if "text/markdown" in o.get("data", {}):
-                    o["data"]["text/markdown"] = QUARTO_ATTRS.sub(")", _text(o["data"]["text/markdown"]))
+                    o["data"]["text/markdown"] = _markdown(_text(o["data"]["text/markdown"]))
             cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": tags} if tags else {},
                           "outputs": outs, "source": code})
         else: cells.append(c)
@@ -229,7 +422,7 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
 
 
 def _relink(md: str, here: str, pages: dict, anchors: dict, doc_url: str) -> str:
-    "Point nbdev's absolute doc links (`{doc_url}/page.html#anchor`) at the book's own pages."
+    "Point nbdev's absolute doc links (`{doc_url}/page.html#anchor`) at the book's own pages; leave code alone."
     def fix(m):
         text, url = m.groups()
         if not url.startswith(doc_url + "/"): return m.group(0)
@@ -239,10 +432,13 @@ def _relink(md: str, here: str, pages: dict, anchors: dict, doc_url: str) -> str
                             f"(pages: {', '.join(sorted(pages))}); run nbdev_export, or fix the notebook")
         doc = pages[page]
         if anchor not in anchors[doc]: anchor = ""   # e.g. a private helper without a show_doc heading
-        if doc == here and anchor: return f"[{text}](#{anchor})"
+        if doc == here and not anchor: return text   # a link to the page one is reading goes nowhere (href="#")
         target = os.path.relpath(doc, os.path.dirname(here) or ".")
         return f"[{text}]({target}{'#' + anchor if anchor else ''})"
-    return MD_LINK.sub(fix, md)
+    lines = md.split("\n")
+    for i, line, code in _md_lines(md):
+        if not code: lines[i] = MD_LINK.sub(fix, line)
+    return "\n".join(lines)
 
 
 def rewrite(proc: Path, book: Path, doc_url: str) -> list[tuple[str, dict]]:
@@ -268,20 +464,36 @@ def rewrite(proc: Path, book: Path, doc_url: str) -> list[tuple[str, dict]]:
     return [(rel, fm) for rel, (nb, fm) in docs.items()]
 
 
+FRONT = ["why.ipynb"]                                   # before the chapters
+APPENDIX_FIRST, APPENDIX_LAST = ["cli_reference.ipynb"], ["references.ipynb"]
+
+
+def toc_order(rels: list[str]) -> tuple[list[str], list[str]]:
+    "(tutorial, appendix) of the site, index excluded: why, chapters NN_*, other pages | CLI reference, solutions, references."
+    rels = sorted(set(rels) - {"index.ipynb"})
+    appendix = [r for r in APPENDIX_FIRST if r in rels] + sorted(r for r in rels if r.startswith("solutions/")) + \
+               [r for r in APPENDIX_LAST if r in rels]
+    rest = [r for r in rels if r not in appendix]
+    front = [r for r in FRONT if r in rest]
+    return front + [r for r in rest if r not in front], appendix
+
+
 def write_toc(book: Path, docs: list[tuple[str, dict]]) -> list[str]:
-    "Write `_toc.yml`: index.ipynb is the landing page, then every other notebook in file order."
-    order = sorted(rel for rel, _ in docs)
-    if "index.ipynb" not in order: raise DocsError("nbs/index.ipynb is missing: it is the landing page")
-    order.remove("index.ipynb")
+    "Write `_toc.yml`: index.ipynb is the landing page, then why and the chapters, then an appendix part; return the order."
+    rels = [rel for rel, _ in docs]
+    if "index.ipynb" not in rels: raise DocsError("nbs/index.ipynb is missing: it is the landing page")
+    tutorial, appendix = toc_order(rels)
     titles = dict(docs)
     def entry(rel):
         title = titles[rel].get("title") or Path(rel).stem
-        num = re.match(r"(\d+)_", Path(rel).name)
+        num = re.match(r"(\d+)_", rel)            # top-level chapters only: solutions/NN_x keep their title
         return {"file": str(Path(rel).with_suffix("")), "title": f"{num.group(1)} {title}" if num else title}
-    toc = {"format": "jb-book", "root": "index", "chapters": [entry(r) for r in order]}
+    toc = {"format": "jb-book", "root": "index",
+           "parts": [{"caption": "Tutorial", "chapters": [entry(r) for r in tutorial]}] +
+                    ([{"caption": "Appendix", "chapters": [entry(r) for r in appendix]}] if appendix else [])}
     (book / "_toc.yml").write_text("# Written by tools/build_docs.py\n" + yaml.safe_dump(toc, sort_keys=False, allow_unicode=True),
                                    encoding="utf-8")
-    return ["index.ipynb", *order]
+    return ["index.ipynb", *tutorial, *appendix]
 
 
 # ---------------------------------------------------------------- 4. build
@@ -307,13 +519,16 @@ def build(flags: tuple[str, ...] = (),  # `tst_flags` to run anyway, e.g. ("slow
     # Every process of the build (notebook workers, proc_nbs workers, what notebooks start) imports this
     # repository's bpe_nb, even where another copy is installed.
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))   # and this process (proc_nbs's workers fork it)
     cfg = get_config()
     workers = workers or os.cpu_count() or 1
     skip = frozenset(cfg.get("tst_flags", "").split()) - set(flags)
     t0 = time.time()
     log(f"1/4 executing notebooks (skipping cells flagged {sorted(skip) or 'nothing'}) into {BUILD.relative_to(ROOT)}/exec")
-    execute_all(cfg.nbs_path, BUILD / "exec", skip, workers)
+    srcs = execute_all(cfg.nbs_path, BUILD / "exec", skip, workers)
     t1 = time.time(); log(f"    {t1 - t0:.1f} s")
+    log("    checking outputs (no tracebacks, warnings, progress bars, machine paths) and import cells")
+    check_clean(cfg.nbs_path, BUILD / "exec", srcs)
     log("2/4 nbdev.serve.proc_nbs")
     proc = process(BUILD / "exec", workers)
     t2 = time.time(); log(f"    {t2 - t1:.1f} s")

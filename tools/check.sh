@@ -6,7 +6,8 @@
 #   3. nbdev_test passes                      (the notebooks are executable specs)
 #   4. pytest passes                          (conformance, property and CLI tests in tests/)
 #   5. the docs site builds and passes the browser test (tests/browser/; needs chromium: runs when
-#      CI=true or /usr/bin/chromium exists, else is skipped with a loud line)
+#      CI=true or /usr/bin/chromium exists, else is skipped with a loud line); strict unless
+#      BPE_DOCS_STRICT=0 (see tools/build_docs.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -41,6 +42,10 @@ python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser || fail "py
 
 step "5/5 docs: build the site (make docs) and check it in headless Chromium"
 if [ "${CI:-}" = "true" ] || [ -x /usr/bin/chromium ]; then
+  # Strict by default: a traceback, warning, progress bar or machine path in a shown output, a cell that
+  # mixes imports with code, or a chapter showing < 80% of its module's code fails. BPE_DOCS_STRICT=0
+  # lists those problems (build) and marks the code-on-the-page tests xfail (browser) instead.
+  [ "${BPE_DOCS_STRICT:-1}" = "0" ] && printf '!!!!! BPE_DOCS_STRICT=0: clean-output and code-on-the-page checks only report\n' >&2
   python tools/build_docs.py || fail "the docs site did not build (see above)"
   python -m pytest tests/browser -q -p no:cacheprovider || fail "the browser test of the docs site failed (see above)"
 else

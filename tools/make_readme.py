@@ -1,8 +1,9 @@
 """Generate README.md from nbs/index.ipynb without Quarto (`nbdev_readme` needs it).
 
 The landing notebook is executed (with execnb, the executor nbdev itself uses, so no Jupyter kernel
-is needed), cells marked `#| hide` are dropped, `#|` directive lines are removed, and nbconvert's
-markdown exporter writes the result. Run it as `python tools/make_readme.py` (or `make readme`).
+is needed), cells marked `#| hide` (or exported, or drawing a figure) are dropped, and so is everything
+from the first `## Appendix` heading on (the site shows it; a README has no use for it); `#|` directive
+lines are removed, and nbconvert's markdown exporter writes the result. Run it as `python tools/make_readme.py` (or `make readme`).
 """
 import os, re, sys
 from pathlib import Path
@@ -18,7 +19,7 @@ DIRECTIVE = re.compile(r"^\s*#\|.*$\n?", re.M)
 
 def _hidden(cell) -> bool:
     "True for cells nbdev would hide from the docs, and for figures (a README cannot embed them)."
-    if any(re.match(r"\s*#\|\s*(hide|export|exporti)\b", l) for l in cell.source.splitlines()[:5]): return True
+    if any(re.match(r"\s*#\|\s*(hide|export|exporti|default_exp)\b", l) for l in cell.source.splitlines()[:5]): return True
     return any(k.startswith("image/") for o in cell.get("outputs", []) for k in o.get("data", {}))
 
 
@@ -29,7 +30,9 @@ def main(src: Path = ROOT / "nbs" / "index.ipynb", dest: Path = ROOT / "README.m
     os.chdir(src.parent)                     # notebooks run from nbs/, as nbdev_test runs them
     try: CaptureShell().run_all(nb, exc_stop=True)
     finally: os.chdir(cwd)
-    nb.cells = [c for c in nb.cells if not _hidden(c)]
+    end = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Appendix")),
+               len(nb.cells))
+    nb.cells = [c for c in nb.cells[:end] if not _hidden(c)]
     for c in nb.cells: c.source = DIRECTIVE.sub("", c.source)
     tmp = dest.with_suffix(".tmp.ipynb")
     write_nb(nb, tmp)

@@ -20,8 +20,13 @@ CHROMIUM = Path(os.environ.get("BPE_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("BPE_CHROMEDRIVER", "/usr/bin/chromedriver"))
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,1000"]
-CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", "offline", "search")
+                "--disable-dev-shm-usage", "--window-size=1400,1000"]
+WIDTH = 1400                      # the window: ~100-character code lines must fit without scrolling sideways
+CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", "offline", "search",
+          "tables", "xrefs", "layout")
+COVERAGE_MIN = 0.80               # share of a module's non-comment source lines shown on its chapter page
+FIT_CHARS = 100
+ENDINGS = ("Exercises", "Engineering notes", "Details")   # the sections a chapter may end with, in order
 
 
 def chrome(user_data_dir: str | None = None):
@@ -50,6 +55,9 @@ class Page:
     resources: list[str] = field(default_factory=list)     # every URL the page loaded
     intro: str = ""                                        # the start of the article's text
     h2: list[str] = field(default_factory=list)            # the article's section titles
+    pipes: list[str] = field(default_factory=list)         # paragraphs or printed outputs that are markdown tables as text
+    hash_links: list[str] = field(default_factory=list)    # article links whose href is just "#"
+    overflow: list[tuple[int, str]] = field(default_factory=list)  # (longest line, first line) of code that scrolls sideways
 
 
 @dataclass
@@ -60,7 +68,7 @@ class SiteReport:
     search_console: list[str]
 
 
-JS_PAGE = """
+JS_PAGE = r"""
 const abs = a => a.href;
 return {
   sidebar: Array.from(document.querySelectorAll('nav.bd-docs-nav a.reference')).map(a => [a.textContent.trim(), a.href]),
@@ -71,6 +79,12 @@ return {
   resources: performance.getEntriesByType('resource').map(e => e.name),
   intro: (document.querySelector('article.bd-article') || document.body).innerText.slice(0, 2000),
   h2: Array.from(document.querySelectorAll('article.bd-article h2')).map(h => h.textContent.replace(/#$/, '').trim()),
+  pipes: Array.from(document.querySelectorAll('article.bd-article p, article.bd-article .cell_output pre')).map(p => p.textContent)
+         .filter(t => /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$/m.test(t)).map(t => t.slice(0, 120)),
+  hash_links: Array.from(document.querySelectorAll('article.bd-article a[href]'))
+              .filter(a => a.getAttribute('href') === '#').map(a => a.textContent.trim()),
+  overflow: Array.from(document.querySelectorAll('article.bd-article pre')).filter(p => p.scrollWidth > p.clientWidth + 1)
+            .map(p => [Math.max(...p.textContent.split('\n').map(l => l.length)), p.textContent.split('\n')[0].slice(0, 80)]),
 };
 """
 
@@ -97,7 +111,8 @@ def inspect_page(driver, url: str, name: str) -> Page:
     _settle(driver)
     d = driver.execute_script(JS_PAGE)
     return Page(name, _severe(driver), [tuple(x) for x in d["sidebar"]], [tuple(x) for x in d["images"]],
-                d["links"], tuple(d["math"]), d["code"], d["resources"], d["intro"], d["h2"])
+                d["links"], tuple(d["math"]), d["code"], d["resources"], d["intro"], d["h2"],
+                d["pipes"], d["hash_links"], [tuple(x) for x in d["overflow"]])
 
 
 def search(driver, site: Path, query: str, timeout: float = 10) -> tuple[list[str], list[str]]:
@@ -118,10 +133,16 @@ def search(driver, site: Path, query: str, timeout: float = 10) -> tuple[list[st
 def inspect_site(driver, site: Path) -> SiteReport:
     "Open every HTML page of `site` once, then search it for 'merge'."
     pages = {}
-    for f in sorted(site.glob("*.html")):
-        pages[f.name] = inspect_page(driver, f.as_uri(), f.name)
+    for f in site_pages(site):
+        name = f.relative_to(site).as_posix()
+        pages[name] = inspect_page(driver, f.as_uri(), name)
     hits, console = search(driver, site, "merge")
     return SiteReport(site, pages, hits, console)
+
+
+def site_pages(site: Path) -> list[Path]:
+    "Every HTML page of the site: top level and sub-folders such as solutions/, not the theme's files."
+    return sorted(f for f in site.rglob("*.html") if not any(p.startswith("_") for p in f.relative_to(site).parts))
 
 
 def expected_chapters(nbs: Path = ROOT / "nbs") -> list[str]:
@@ -133,7 +154,8 @@ def hidden_code(nbs: Path = ROOT / "nbs") -> dict[str, list[str]]:
     "Per page, the code of cells nbdev must not show (`#| hide`, `#| export`, `#| exporti`, `#| default_exp`)."
     import json
     out = {}
-    for p in sorted(nbs.glob("*.ipynb")):
+    for p in sorted(nbs.rglob("*.ipynb")):
+        if any(part.startswith((".", "_")) for part in p.relative_to(nbs).parts): continue
         cells = json.loads(p.read_text(encoding="utf-8"))["cells"]
         srcs = []
         for c in cells:
@@ -143,7 +165,60 @@ def hidden_code(nbs: Path = ROOT / "nbs") -> dict[str, list[str]]:
             if c["cell_type"] == "code" and any(re.match(r"#\|\s*(hide|export|exporti|default_exp)\b", l) for l in heads):
                 code = "\n".join(l for l in lines if not l.startswith("#|")).strip()
                 if code and ("\n" in code or len(code) > 30): srcs.append(code)
-        out[p.with_suffix(".html").name] = srcs
+        out[p.relative_to(nbs).with_suffix(".html").as_posix()] = srcs
+    return out
+
+
+# ---------------------------------------------------------------- issue 13.1: the code is on the page
+def module_of(nb: Path) -> Path | None:
+    "The module a notebook exports to (its `#| default_exp`), or None."
+    import json
+    for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+        m = re.search(r"#\|\s*default_exp\s+(\S+)", "".join(c["source"]))
+        if m: return ROOT / "bpe_nb" / (m.group(1).replace(".", "/") + ".py")
+    return None
+
+
+def module_lines(mod: Path) -> list[str]:
+    "A module's non-comment source lines, stripped (no blanks, no comments, no `__all__` statement)."
+    import ast
+    text = mod.read_text(encoding="utf-8")
+    skip = set()                                 # every line of the `__all__ = [...]` statement nbdev writes
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            skip |= set(range(node.lineno, node.end_lineno + 1))
+    out = []
+    for i, l in enumerate(text.splitlines(), 1):
+        t = l.strip()
+        if i in skip: continue
+        if not t or t.startswith("#") or t.startswith("__all__") or (t.startswith("'") and t.endswith("',")): continue
+        out.append(t)
+    return out
+
+
+def code_coverage(rep: SiteReport, nbs: Path = ROOT / "nbs") -> dict[str, tuple[str, float, list[str]]]:
+    "Per chapter page: (module, share of its source lines found verbatim in the page's code blocks, the missing lines)."
+    out = {}
+    for page in expected_chapters(nbs):
+        mod = module_of(nbs / page.replace(".html", ".ipynb"))
+        if mod is None or not mod.exists(): continue
+        lines = module_lines(mod)
+        pg = rep.pages.get(page)
+        shown = {l.strip() for code in (pg.code if pg else []) for l in code.split("\n")}
+        missing = [l for l in lines if l not in shown]
+        out[page] = (mod.relative_to(ROOT).as_posix(), 1 - len(missing) / max(1, len(lines)), missing)
+    return out
+
+
+MERGE_LOOP = {"02_incremental_trainer.html": ["def apply_merge(", "def update_counts(", "def train_incremental("]}
+
+
+def missing_code(rep: SiteReport, wanted: dict[str, list[str]] = MERGE_LOOP) -> list[str]:
+    "The snippets of `wanted` (page -> code that must be shown) that no code block of their page contains."
+    out = []
+    for page, needles in wanted.items():
+        shown = "\n".join(rep.pages[page].code) if page in rep.pages else ""
+        out += [f"{page}: no code block shows {n!r}" for n in needles if n not in shown]
     return out
 
 
@@ -180,15 +255,17 @@ def find_problems(rep: SiteReport,
     for name, pg in rep.pages.items():
         probs["console"] += [f"{name}: {m}" for m in pg.console]
         # sidebar: landing page first, then every chapter in numbered order, nothing missing
-        pages = [Path(unquote(urlparse(h).path)).name for _, h in pg.sidebar]
-        got = [p for p in pages if re.match(r"\d\d_", p)]
+        paths = [Path(unquote(urlparse(h).path)) for _, h in pg.sidebar]
+        pages = [p.name for p in paths]
+        got = [p.name for p in paths if re.match(r"\d\d_", p.name) and p.parent.name != "solutions"]
         if not pages or pages[0] != "index.html":
             probs["sidebar"].append(f"{name}: the sidebar does not start with the landing page: {pages}")
         if got != chapters:
             probs["sidebar"].append(f"{name}: the sidebar lists {got}, expected {chapters}")
         for text, href in pg.sidebar:
-            p = Path(unquote(urlparse(href).path)).name
-            if re.match(r"\d\d_", p) and not text.startswith(p[:2]):
+            pp = Path(unquote(urlparse(href).path))
+            p = pp.name
+            if re.match(r"\d\d_", p) and pp.parent.name != "solutions" and not text.startswith(p[:2]):
                 probs["sidebar"].append(f"{name}: sidebar entry {text!r} for {p} is not numbered {p[:2]}")
         probs["images"] += [f"{name}: image {src} did not load (naturalWidth 0)" for src, w in pg.images if not w]
         for url in pg.links:
@@ -215,9 +292,17 @@ def find_problems(rep: SiteReport,
         if re.match(r"\d\d_", name):      # a chapter opens with what you will learn, ends with what comes next
             if "What you will learn" not in pg.intro:
                 probs["structure"].append(f"{name}: does not open with 'What you will learn'")
-            if not pg.h2 or pg.h2[-1] != "What comes next":
-                probs["structure"].append(f"{name}: its last section is {pg.h2[-1:] or 'missing'}, not 'What comes next'")
+            if "What comes next" not in pg.h2:
+                probs["structure"].append(f"{name}: has no section 'What comes next' (sections: {pg.h2})")
+            else:                          # after it, only the chapter endings, in this order (CONVENTIONS.md)
+                tail = pg.h2[len(pg.h2) - pg.h2[::-1].index("What comes next"):]
+                if tail != [e for e in ENDINGS if e in tail]:
+                    probs["structure"].append(f"{name}: after 'What comes next' come {tail}; only {list(ENDINGS)}, in this order")
         probs["offline"] += [f"{name}: loaded {r}" for r in pg.resources if not r.startswith(("file:", "data:", "blob:"))]
+        probs["tables"] += [f"{name}: a markdown table rendered as text: {t!r}" for t in pg.pipes]
+        probs["xrefs"] += [f"{name}: a cross-reference resolves to href=\"#\": {t!r}" for t in pg.hash_links]
+        probs["layout"] += [f"{name}: a code block with {n}-character lines scrolls sideways at {WIDTH} px: {first!r}"
+                            for n, first in pg.overflow if n <= FIT_CHARS]
     if not rep.search_hits: probs["search"].append("searching for 'merge' from file:// found nothing")
     probs["search"] += [f"search.html?q=merge: {m}" for m in rep.search_console]
     return probs
@@ -228,16 +313,16 @@ def screenshots(driver, site: Path, out: Path, pages: list[str]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     shots = []
     for name in pages:
-        driver.set_window_size(1280, 1000)
+        driver.set_window_size(WIDTH, 1000)
         driver.get((site / name).as_uri())
         _settle(driver)
         h = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 12000)")
-        driver.set_window_size(1280, max(h, 800))
+        driver.set_window_size(WIDTH, max(h, 800))
         time.sleep(0.3)
         p = out / name.replace(".html", ".png")
         driver.save_screenshot(str(p))
         shots.append(p)
-    driver.set_window_size(1280, 1000)
+    driver.set_window_size(WIDTH, 1000)
     return shots
 
 

@@ -72,8 +72,8 @@ def test_plain_nb_makes_quarto_notebooks_plain():
     assert not any(bd.AUTOGEN in s for s in srcs) and not any("secret()" in s for s in srcs)
     assert srcs[1].startswith("## `f`\n")                  # a heading keeps the name, not the link
     show = srcs[2]
-    assert nb["cells"][2]["cell_type"] == "markdown" and show.startswith("[source](")
-    assert "{target=" not in show and "{.showdoc-source}" in show and "---" not in show
+    assert nb["cells"][2]["cell_type"] == "markdown" and show.startswith("### f\n")
+    assert "[source]" not in show and "github.com" not in show and "{target=" not in show and "---" not in show
     assert "x:int, # what x is" in show
     assert nb["cells"][3]["metadata"]["tags"] == ["remove-input"] and nb["cells"][3]["source"] == "print(1)"
     assert nb["cells"][4]["source"] == "f(2)" and "#|" not in "".join(srcs)
@@ -92,7 +92,7 @@ def test_rewrite_points_nbdev_links_at_pages(tmp_path):
     assert set(docs) == {"00_page.ipynb", "01_other.ipynb"} and (book / "plot.png").exists()
     page = json.loads((book / "00_page.ipynb").read_text())
     md = "\n".join(c["source"] for c in page["cells"] if c["cell_type"] == "markdown")
-    assert "See [`f`](#f)" in md and "[g](01_other.ipynb#g)" in md and "[`g`](01_other.ipynb#g)" in md
+    assert "See [`f`](00_page.ipynb#f)" in md and "[g](01_other.ipynb#g)" in md and "[`g`](01_other.ipynb#g)" in md
     assert "u.github.io" not in md
     md2 = "\n".join(c["source"] for c in json.loads((book / "01_other.ipynb").read_text())["cells"] if c["cell_type"] == "markdown")
     assert "[`f`](00_page.ipynb#f)" in md2
@@ -108,11 +108,23 @@ def test_rewrite_rejects_a_link_to_a_page_no_notebook_makes(tmp_path):
         bd.rewrite(tmp_path / "proc", tmp_path / "book", "https://u.github.io/r")
 
 
-def test_toc_lists_index_then_numbered_chapters(tmp_path):
-    order = bd.write_toc(tmp_path, [("01_b.ipynb", {"title": "B"}), ("index.ipynb", {"title": "r"}), ("00_a.ipynb", {"title": "A"})])
-    assert order == ["index.ipynb", "00_a.ipynb", "01_b.ipynb"]
+def test_toc_lists_index_why_chapters_then_the_appendix(tmp_path):
+    docs = [("01_b.ipynb", {"title": "B"}), ("index.ipynb", {"title": "r"}), ("00_a.ipynb", {"title": "A"}),
+            ("references.ipynb", {"title": "References"}), ("solutions/01_b_solutions.ipynb", {"title": "Solutions: B"}),
+            ("why.ipynb", {"title": "Why?"}), ("cli_reference.ipynb", {"title": "CLI"}),
+            ("solutions/00_a_solutions.ipynb", {"title": "Solutions: A"})]
+    order = bd.write_toc(tmp_path, docs)
+    assert order == ["index.ipynb", "why.ipynb", "00_a.ipynb", "01_b.ipynb", "cli_reference.ipynb",
+                     "solutions/00_a_solutions.ipynb", "solutions/01_b_solutions.ipynb", "references.ipynb"]
     toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
-    assert toc["root"] == "index" and toc["chapters"] == [{"file": "00_a", "title": "00 A"}, {"file": "01_b", "title": "01 B"}]
+    assert toc["root"] == "index"
+    tutorial, appendix = toc["parts"]
+    assert tutorial["chapters"] == [{"file": "why", "title": "Why?"}, {"file": "00_a", "title": "00 A"}, {"file": "01_b", "title": "01 B"}]
+    assert appendix["caption"] == "Appendix" and appendix["chapters"][1] == {"file": "solutions/00_a_solutions", "title": "Solutions: A"}
+    # pages that do not exist yet are simply absent
+    bd.write_toc(tmp_path, [("index.ipynb", {}), ("00_a.ipynb", {"title": "A"})])
+    toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
+    assert [p["caption"] for p in toc["parts"]] == ["Tutorial"]
     with pytest.raises(bd.DocsError, match="index.ipynb is missing"): bd.write_toc(tmp_path, [("00_a.ipynb", {})])
 
 
@@ -134,3 +146,110 @@ def test_a_cell_ending_in_semicolon_keeps_its_prints_but_not_its_value(tmp_path)
     assert bd.execute_nb(src, tmp_path / "out.ipynb") is None
     outs = json.loads((tmp_path / "out.ipynb").read_text())["cells"][0]["outputs"]
     assert [o["output_type"] for o in outs] == ["stream"] and "printed" in "".join(outs[0]["text"])
+
+
+# ---------------------------------------------------------------- issue 13: code on the page, clean outputs
+def _code(src, outs=()):
+    return {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": list(outs), "source": src}
+
+
+def _sd(name):
+    md = f"---\n\n[source](https://github.com/u/r/blob/main/m.py#L1){{target=\"_blank\" style=\"float:right\"}}\n\n### {name}\n\n```python\ndef {name}()\n```"
+    return _code(f"#| echo: false\n#| output: asis\nshow_doc({name})",
+                 [{"output_type": "execute_result", "metadata": {}, "execution_count": None, "data": {"text/markdown": md}}])
+
+
+def test_exports_cells_show_their_code_under_an_anchor_instead_of_a_signature():
+    fold = '#| code-fold: show\n#| code-summary: "Exported source"\n'     # what nbdev's add_fold writes
+    nb = {"cells": [_sd("count_pairs"), _code(fold + "def count_pairs(words):\n    return {}\nLIMIT = 3"),
+                    _sd("Tokenizer.encode"), _code(fold + "@patch\ndef encode(self: Tokenizer, text):\n    pass"),
+                    _code(fold + 'N = 3\n"The docstring of N."', [{"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+                                                                   "data": {"text/plain": "'The docstring of N.'"}}]),
+                    _sd("other"),                                         # a plain `#| export` elsewhere: kept
+                    _code(fold + "def _helper(): pass")]}
+    out, _ = bd.plain_nb(nb)
+    cells = out["cells"]
+    assert [c["cell_type"] for c in cells] == ["markdown", "code", "markdown", "code", "markdown", "code", "markdown", "code"]
+    assert '<a id="n"></a>' in cells[4]["source"] and cells[5]["outputs"] == []     # a constant's docstring is not an output
+    del cells[4:6]
+    assert '<a id="count_pairs"></a><a id="limit"></a>' in cells[0]["source"] and "{index} count_pairs" in cells[0]["source"]
+    assert cells[1]["source"].startswith("def count_pairs(") and "#|" not in cells[1]["source"]
+    assert '<a id="tokenizer.encode"></a>' in cells[2]["source"] and cells[3]["source"].startswith("@patch")
+    assert cells[4]["source"].startswith("### other")
+    assert cells[5]["source"] == "def _helper(): pass" and cells[5]["metadata"] == {}   # shown, nothing folded, no anchor
+
+
+def test_echo_false_cells_keep_only_their_output():
+    out, _ = bd.plain_nb({"cells": [_code("#| echo: false\nplot()", [{"output_type": "stream", "name": "stdout", "text": "x"}])]})
+    assert out["cells"][0]["metadata"]["tags"] == ["remove-input"] and out["cells"][0]["outputs"]
+
+
+def test_markdown_fixes_tables_and_signatures():
+    row = "| **special token** | a string such as `<|endoftext|>` or ``a|b`` |\n|---|---|\n\n`x|y` outside a table"
+    md = bd._markdown(row)
+    assert r"`<\|endoftext\|>`" in md and r"``a\|b``" in md and "`x|y` outside" in md
+    assert bd._markdown(r"| `a\|b` |") == r"| `a\|b` |"                  # already escaped: left alone
+    sig = bd._show_doc_md("```python\ndef f(\n    c, # from [`count_pretokens`](https://u.github.io/r/p.html#count_pretokens)\n)\n```")
+    assert "# from `count_pretokens`\n" in sig and "](" not in sig
+
+
+def test_output_problems_name_notebook_cell_and_what():
+    outs = lambda *o: list(o)
+    stream = lambda name, text: {"output_type": "stream", "name": name, "text": text}
+    nb = {"cells": [
+        _code("ok = 1", outs(stream("stdout", "fine, 100 % done | really"))),
+        _code("boom()", outs({"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": ["Traceback..."]})),
+        _code("warn()", outs(stream("stderr", "x.py:3: UserWarning: careful\n  warnings.warn(...)"))),
+        _code("train()", outs(stream("stderr", " 40%|████      | 4/10 [00:01<00:02]"))),
+        _code("print(p)", outs({"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+                                "data": {"text/plain": "PosixPath('/tmp/tmpab12/x.txt')"}})),
+        _code("#| hide\nprint(p)", outs(stream("stdout", "/home/me/secret"))),       # not on the site
+    ]}
+    probs = bd.output_problems(nb, "nbs/x.ipynb")
+    assert len(probs) == 4, probs
+    assert probs[0].startswith("nbs/x.ipynb cell 1 ('boom()'): a traceback (ValueError: bad)")
+    assert "cell 2" in probs[1] and "UserWarning: careful" in probs[1]
+    assert "cell 3" in probs[2] and "progress bar" in probs[2]
+    assert "cell 4" in probs[3] and "/tmp/tmpab12/x.txt" in probs[3]
+
+
+def test_import_cells_finds_what_nbdev_warns_about(tmp_path):
+    src = _nb(tmp_path / "m.ipynb", "#| default_exp m", "#| exports\nimport os", "#| exports\ndef f(): return os.sep",
+              "import json\nx = json.dumps(1)", "#| hide\nfrom pathlib import Path\nPath('.')", "import re")
+    assert bd.import_cells(src) == [3, 4]
+    probs = bd.import_problems(tmp_path, [src])
+    assert len(probs) == 2 and "cell 3 ('import json')" in probs[0]
+
+
+def test_check_clean_fails_unless_told_not_to(tmp_path, monkeypatch):
+    (tmp_path / "nbs").mkdir()
+    src = _nb(tmp_path / "nbs" / "m.ipynb", "print('/work/x')")
+    ex = tmp_path / "exec"; ex.mkdir()
+    nb = json.loads(src.read_text()); nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "/work/x\n"}]
+    (ex / "m.ipynb").write_text(json.dumps(nb))
+    monkeypatch.setattr(bd, "ROOT", tmp_path)
+    monkeypatch.delenv(bd.STRICT_ENV, raising=False)
+    with pytest.raises(bd.DocsError, match=r"nbs/m.ipynb cell 0 \(\"print\('/work/x'\)\"\): a machine path"):
+        bd.check_clean(tmp_path / "nbs", ex, [src])
+    monkeypatch.setenv(bd.STRICT_ENV, "0")
+    assert len(bd.check_clean(tmp_path / "nbs", ex, [src])) == 1
+
+
+def test_jupyter_book_resolves_raw_anchors_and_renders_markdown_tables(tmp_path):
+    "A link to an `<a id>` anchor (another page's or this page's) passes `-W`; a Markdown() output table is a table."
+    book = tmp_path / "book"
+    book.mkdir()
+    for f in bd.DOCS_CONFIG.iterdir():
+        if f.is_file(): (book / f.name).write_bytes(f.read_bytes())
+    table = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": "| a | b |\n|---|---|\n| 1 | 2 |", "text/plain": "<Markdown>"}}
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}, "language_info": {"name": "python"}}
+    nbformat.write(nbformat.v4.new_notebook(metadata=meta, cells=[
+        nbformat.v4.new_markdown_cell("# Home\n\nSee [`count_pairs`](00_a.ipynb#count_pairs) and [here](index.ipynb#here).\n\n<a id=\"here\"></a>"),
+        nbformat.v4.new_code_cell("show()", outputs=[nbformat.from_dict(table)]),
+    ]), book / "index.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A\n\n<a id=\"count_pairs\"></a>\n\ntext")]), book / "00_a.ipynb")
+    bd.write_toc(book, [("index.ipynb", {"title": "Home"}), ("00_a.ipynb", {"title": "A"})])
+    bd.jupyter_book(book, tmp_path / "out")
+    html = (tmp_path / "out" / "_build" / "html" / "index.html").read_text()
+    assert 'href="00_a.html#count_pairs"' in html and 'href="#here"' in html
+    assert "<table" in html and "| a | b |" not in html

@@ -19,6 +19,9 @@ ROOT = sc.ROOT
 SITE = ROOT / "_docs"
 SHOTS = ROOT / "build" / "docs" / "screenshots"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# BPE_DOCS_STRICT=0 (as in tools/build_docs.py): the checks that every chapter's code is on its page
+# report "xfail" instead of failing, for a tree whose chapters are not all converted to `#| exports` yet.
+STRICT = os.environ.get("BPE_DOCS_STRICT", "1").strip().lower() not in ("0", "false", "no", "off")
 
 _missing = [str(p) for p in (sc.CHROMIUM, sc.CHROMEDRIVER) if not p.exists()]
 try: import selenium  # noqa: F401
@@ -79,6 +82,39 @@ def test_chapters_open_with_what_you_learn_and_end_with_what_comes_next(problems
 def test_nothing_loaded_from_the_network(problems): assert problems["offline"] == []
 
 
+def test_no_markdown_table_left_as_text(problems): assert problems["tables"] == []
+def test_no_cross_reference_resolves_to_hash(problems): assert problems["xrefs"] == []
+def test_code_of_100_characters_fits_at_1400_px(problems): assert problems["layout"] == []
+
+
+def _strict(ok: bool, msg: str):
+    if not ok and not STRICT: pytest.xfail(f"BPE_DOCS_STRICT=0: {msg}")
+    assert ok, msg
+
+
+def test_chapter_02_shows_the_merge_loop(report):
+    missing = sc.missing_code(report)
+    _strict(not missing, "\n".join(missing))
+
+
+@pytest.mark.parametrize("chapter", sc.expected_chapters())
+def test_code_on_the_page(report, chapter):
+    "Issue 13.1: at least 80% of the chapter's module's non-comment source lines appear verbatim in its code blocks."
+    cov = sc.code_coverage(report)
+    if chapter not in cov: pytest.skip(f"{chapter} exports no module")
+    mod, share, missing = cov[chapter]
+    _strict(share >= sc.COVERAGE_MIN, f"{chapter} shows {share:.0%} of {mod} (needs {sc.COVERAGE_MIN:.0%}); "
+            f"{len(missing)} lines missing, e.g.:\n  " + "\n  ".join(missing[:10]))
+
+
+@pytest.mark.parametrize("chapter", [c for c in sc.expected_chapters() if c[:2] < "07"])
+def test_chapter_has_exercises_linked_to_solutions(report, chapter):
+    "Issue 13.8: chapters 00-06 end with an Exercises section that links to their solutions page."
+    pg = report.pages[chapter]
+    sols = [u for u in pg.links if "/solutions/" in u]
+    _strict("Exercises" in pg.h2 and bool(sols), f"{chapter}: sections {pg.h2}; links to solutions/: {sols}")
+
+
 def test_search_for_merge_returns_results(report, problems):
     assert problems["search"] == []
     assert len(report.search_hits) >= 2, report.search_hits
@@ -118,11 +154,23 @@ def _break(site: Path, tmp: Path) -> tuple[Path, str]:
 show_doc(pretokenize)</pre></div>
 <script>console.error("deliberate console error")</script>
 <img src="https://cdn.bpe-nb.invalid/logo.png" alt="from a CDN">
+<p>| a | b |
+| --- | --- |
+| 1 | 2 |</p>
+<a class="reference internal" href="#">count_pairs</a>
+<div class="cell_output"><pre>| printed | table |
+|---|---|</pre></div>
+<pre style="width: 200px">x = "a code line of ninety characters, which must fit in the column at 1400 px width" + "!"</pre>
 """
     html = html.replace('<article class="bd-article">', '<article class="bd-article">' + junk, 1)
     html = html.replace("What you will learn", "What you may learn")
+    html = html.replace('<h2>What comes next', '<h2>What came before', 1)
     (bad / page).write_text(html, encoding="utf-8")
     (bad / "searchindex.js").unlink()              # search has no index any more
+    two = bad / "02_incremental_trainer.html"      # chapter 02 shows none of its code
+    if two.exists():
+        gone = two.read_text(encoding="utf-8").replace("cell_input", "cell_gone").replace("highlight-ipython3", "highlight-gone")
+        two.write_text(gone, encoding="utf-8")
     for p in (bad / "_images").glob("*"): p.unlink()  # every real plot is gone
     return bad, page
 
@@ -138,8 +186,15 @@ def test_checker_reports_a_broken_site(site, driver, tmp_path):
     assert "no_such_chapter.html" in said["links"] and "no-such-anchor" in said["links"]
     assert f"{page}:" in said["math"]
     assert "'#| hide'" in said["code"] and "show_doc call" in said["code"]
-    assert "What you will learn" in said["structure"]
+    assert "What you will learn" in said["structure"] and f"{page}: has no section 'What comes next'" in said["structure"]
     assert "cdn.bpe-nb.invalid" in said["offline"]
     assert "found nothing" in said["search"]
+    assert f"{page}: a markdown table rendered as text" in said["tables"] and "printed | table" in said["tables"]
+    assert f"{page}: a cross-reference resolves to href" in said["xrefs"] and "count_pairs" in said["xrefs"]
+    assert f"{page}: a code block with 91-character lines scrolls sideways" in said["layout"]
+    if "02_incremental_trainer.html" in rep.pages:
+        assert "def apply_merge(" in "\n".join(sc.missing_code(rep))
+        mod, share, missing = sc.code_coverage(rep)["02_incremental_trainer.html"]
+        assert share < sc.COVERAGE_MIN and mod == "bpe_nb/incremental.py"
     if any((site / "_images").glob("*")):         # a real plot removed is reported on its own page
         assert said["images"].count("did not load") > 1
