@@ -43,6 +43,13 @@ def timed(f, *args, **kwargs):
     t = time.perf_counter(); out = f(*args, **kwargs); return time.perf_counter() - t, out
 
 
+def timed_cpu(f, *args, **kwargs):
+    "(wall seconds, CPU seconds of this process, result): on a shared machine the CPU time is the steadier figure."
+    t, c = time.perf_counter(), time.process_time()
+    out = f(*args, **kwargs)
+    return time.perf_counter() - t, time.process_time() - c, out
+
+
 def tinystories(sizes):
     text = SAMPLE.read_text(encoding="utf-8")
     t_count, counts = timed(count_pretokens, text, [EOT])
@@ -128,16 +135,21 @@ def scale(path: Path, sizes, tie_breaks, repeats):
     counts = scale_counts(path)
     print(f"\n## merge loop at scale: {len(counts):,} distinct pre-tokens, {sum(counts.values()):,} pre-tokens "
           f"(from counts to model; best of {repeats})")
-    print(f"{'vocab':>7} {'tie_break':>13} {'simple s':>9} {'fast s':>8} {'ratio':>6}")
+    print(f"{'vocab':>7} {'tie_break':>13} {'simple s':>9} {'fast s':>8} {'ratio':>6} {'simple cpu':>11} "
+          f"{'fast cpu':>9} {'ratio':>6}")
     for size in sizes:
         for tb in tie_breaks:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", EarlyStopWarning)
-                runs_simple = [timed(train_incremental_simple, counts, size, [EOT], tie_break=tb, progress=False) for _ in range(repeats)]
-                runs_fast = [timed(train_incremental, counts, size, [EOT], tie_break=tb, progress=False) for _ in range(repeats)]
-            assert runs_fast[0][1] == runs_simple[0][1], "the loops disagree!"
-            t_s, t_f = min(t for t, _ in runs_simple), min(t for t, _ in runs_fast)
-            print(f"{size:>7,} {tb:>13} {t_s:>9.2f} {t_f:>8.2f} {t_s / t_f:>5.1f}×  identical merges")
+                runs_simple = [timed_cpu(train_incremental_simple, counts, size, [EOT], tie_break=tb, progress=False)
+                               for _ in range(repeats)]
+                runs_fast = [timed_cpu(train_incremental, counts, size, [EOT], tie_break=tb, progress=False)
+                             for _ in range(repeats)]
+            assert runs_fast[0][2] == runs_simple[0][2], "the loops disagree!"
+            t_s, t_f = min(r[0] for r in runs_simple), min(r[0] for r in runs_fast)
+            c_s, c_f = min(r[1] for r in runs_simple), min(r[1] for r in runs_fast)
+            print(f"{size:>7,} {tb:>13} {t_s:>9.2f} {t_f:>8.2f} {t_s / t_f:>5.1f}× {c_s:>11.2f} {c_f:>9.2f} "
+                  f"{c_s / c_f:>5.1f}×  identical merges")
 
 
 if __name__ == "__main__":
