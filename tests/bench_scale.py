@@ -4,6 +4,8 @@ Run:  python tests/bench_scale.py                       (the full grid: 64 and 2
                                                           workers 1, 2 and all cores; ~30-60 min on 2 cores)
       python tests/bench_scale.py --sizes 64 --vocabs 10000 --workers 2   (the issue's headline check)
       python tests/bench_scale.py --encode-only --encode-mb 32
+      python tests/bench_scale.py --sizes 8 16 --vocabs 2000 10000 --workers 1 2 --encode-mb 4 --provisional
+                                                         (a small development run, marked provisional in its meta)
 
 The corpus is built deterministically from text already on the machine: every `.py .h .txt .md .rst`
 file under the Python installation this script runs on (`sys.base_prefix`), /usr/include,
@@ -153,8 +155,16 @@ def main(a) -> dict:
     from bpe_nb.benchmark import machine_info
     cores = os.cpu_count() or 1
     workers = sorted(set(a.workers or [1, 2, cores]))
-    res = dict(meta=dict(machine_info(), command="python tests/bench_scale.py " + " ".join(sys.argv[1:]),
-                         corpus_roots=[str(r) for r in corpus_roots()]), corpora={}, train=[], encode=[])
+    from importlib import metadata
+    versions = {}
+    for dist in ("tiktoken", "matplotlib"):
+        try: versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError: versions[dist] = None
+    res = dict(meta=dict(machine_info(), **versions, command="python tests/bench_scale.py " + " ".join(sys.argv[1:]),
+                         corpus_roots=[str(r) for r in corpus_roots()], provisional=a.provisional,
+                         grid=dict(sizes_mb=a.sizes if not a.encode_only else [], vocabs=a.vocabs, workers=workers,
+                                   encode_mb=a.encode_mb)),
+               corpora={}, train=[], encode=[])
     tmp = Path(tempfile.mkdtemp(prefix="bpe_nb_scale_"))
     say = lambda *x: print(*x, flush=True)
     try:
@@ -211,6 +221,8 @@ if __name__ == "__main__":
     ap.add_argument("--encode-only", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results JSON")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--provisional", action="store_true",
+                    help="mark the results provisional (a small or noisy run, not the committed measurement)")
     a = ap.parse_args()
     res = main(a)
     if not a.no_save:
