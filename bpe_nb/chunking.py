@@ -141,24 +141,11 @@ def _last_safe_space(text: str,  # the text seen so far
     return p
 
 # %% ../nbs/03_parallel_chunking.ipynb #444b71d4
-_WS_SPACE = re.compile(r"\s ")  # a quick test: does any space follow whitespace?
-_SPACE_AFTER_WS = re.compile(r"\s( +)")  # spaces that follow whitespace: not safe cuts
+_SAFE_SPACE = re.compile(r"(?:^|(?<=\S)) ")  # a space at the start, or after a non-space: a safe cut
 
 def _split_safe(seg: str) -> list[str]:
     "Cut `seg` before every space that follows a non-space: the parts concatenate back to `seg` with spaces."
-    first = _WS_SPACE.search(seg)
-    if first is None: return seg.split(" ")  # the common case: every space is a safe cut
-    parts, start, carry = [], 0, None
-    for m in _SPACE_AFTER_WS.finditer(seg, first.start()):
-        for u in range(m.start(1), m.end(1)):  # glue across each of these spaces
-            ps = seg[start:u].split(" ")
-            if carry is not None: ps[0] = carry + " " + ps[0]
-            carry = ps.pop()
-            parts += ps
-            start = u + 1
-    ps = seg[start:].split(" ")
-    ps[0] = carry + " " + ps[0]
-    return parts + ps
+    return _SAFE_SPACE.split(seg)
 
 # %% ../nbs/03_parallel_chunking.ipynb #39483ca4
 class _Tally:
