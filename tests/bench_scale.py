@@ -106,7 +106,8 @@ def _tiktoken_gpt2():
 def encode_child(kind: str, path: str, workers: int) -> dict:
     "Encode the file `path` (documents joined by <|endoftext|>) one way; return seconds and a digest of the ids."
     import numpy as np
-    text = Path(path).read_text(encoding="utf-8")
+    with open(path, encoding="utf-8", newline="") as f: text = f.read()  # no newline translation: "\r\n" stays
+
     docs = text.split(EOT)
     eot = _gpt2().special_tokens[EOT]
     def joined(per_doc):  # the ids of the whole file: each document's ids, with <|endoftext|> between them
