@@ -107,7 +107,6 @@ def encode_child(kind: str, path: str, workers: int) -> dict:
     "Encode the file `path` (documents joined by <|endoftext|>) one way; return seconds and a digest of the ids."
     import numpy as np
     with open(path, encoding="utf-8", newline="") as f: text = f.read()  # no newline translation: "\r\n" stays
-
     docs = text.split(EOT)
     eot = _gpt2().special_tokens[EOT]
     def joined(per_doc):  # the ids of the whole file: each document's ids, with <|endoftext|> between them
@@ -222,10 +221,23 @@ if __name__ == "__main__":
     ap.add_argument("--encode-only", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results JSON")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs of the existing results file that this run does not repeat")
     ap.add_argument("--provisional", action="store_true",
                     help="mark the results provisional (a small or noisy run, not the committed measurement)")
     a = ap.parse_args()
     res = main(a)
+    if a.merge and a.out.is_file():  # re-measured runs replace their namesakes in the existing file
+        old = json.loads(a.out.read_text(encoding="utf-8"))
+        key = lambda r: (r["trainer"], r["corpus_mb"], r["vocab_size_requested"], r["workers"])
+        fresh = {key(r) for r in res["train"]}
+        res["train"] = [r for r in old.get("train", []) if key(r) not in fresh] + res["train"]
+        if not res["encode"]: res["encode"] = old.get("encode", [])
+        res["corpora"] = {**old.get("corpora", {}), **res["corpora"]}
+        om = old.get("meta", {})
+        res["meta"] = {**om, **res["meta"], "grid": om.get("grid", res["meta"]["grid"]),
+                       "commands": om.get("commands", [om.get("command")]) + [res["meta"]["command"]]}
+        res["meta"]["encode_ids_identical"] = len({r["digest"] for r in res["encode"]}) == 1
     if not a.no_save:
         from bpe_nb.artifacts import atomic_write
         a.out.parent.mkdir(parents=True, exist_ok=True)
