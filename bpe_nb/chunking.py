@@ -350,6 +350,157 @@ def _count_reporter(progress, total: int, desc: str):
     bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, mininterval=0.2)
     return bar.update, (lambda msg: bar.write(msg, file=bar.fp)), bar.close
 
+# %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb
+def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must be able to open this path)
+                         special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators: split on, never counted
+                         workers: int | None = None,  # processes (with `executor`: its parallelism); None: one per CPU; 1: in-process
+                         executor: Executor | None = None,  # any concurrent.futures.Executor (e.g. Dask's); None: a process pool
+                         *,
+                         pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+                         errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
+                         progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
+                         piece_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
+                         min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
+                        ) -> Counter[bytes]:
+    "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`."
+    return _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
+
+# %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
+def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
+                   n_procs: int, executor: Executor | None):
+    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
+    pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
+    def fold(i, result):
+        n = ranges[i][1] - ranges[i][0]
+        total.add(result, n); update(n)
+    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
+    finally:
+        if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+
+# %% ../nbs/03_parallel_chunking.ipynb #224df12a
+_TRAINERS = {"incremental": train_incremental, "naive": train_naive}
+
+def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
+              vocab_size: int,  # total size: 256 bytes + merges + special tokens
+              special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
+              workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
+              trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
+              tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
+              progress=True,  # True: tqdm bars for counting and merging; False: silent; a callable: gets both kinds of progress
+              *,
+              executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
+              pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+              errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
+              piece_size: int = 1 << 20,  # bytes a counting worker reads at a time
+              min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
+             ) -> BPEModel:
+    "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
+    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+    specials = _check_special_tokens(special_tokens)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    counts, record = _count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
+                                 min_chunk_size, sha256=True)
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
+                      corpus_sha256=record["sha256"], pattern=pattern,
+                      pretokens=sum(counts.values()), distinct_pretokens=len(counts),
+                      special_tokens_found=record["special_tokens_found"])
+    return model
+
+# %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
+def _stream_chunks(documents: Iterable[str],  # the documents, in order
+                   separator: str,  # written between two documents ("" for none)
+                   cutter: _Cutter,  # where the joined bytes may be cut
+                   chunk_size: int,  # bytes gathered before looking for a cut
+                  ) -> Iterator[bytes]:
+    "The documents joined by `separator`, as UTF-8 chunks that each end at a safe cut."
+    buf, sep, scanned = bytearray(), separator.encode("utf-8"), 0  # no safe cut lies in buf[1:scanned]
+    for k, doc in enumerate(documents):
+        if not isinstance(doc, str):
+            raise TypeError(f"documents must be str, got {type(doc).__name__} (document {k})")
+        try: data = doc.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"document {k} has a lone surrogate U+{ord(doc[e.start]):04X} at index {e.start}; "
+                             "it cannot be encoded as UTF-8") from None
+        if k: buf += sep
+        buf += data
+        if len(buf) < chunk_size: continue
+        hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on
+        cut = cutter.last(buf, hi, lo=scanned)
+        if cut <= 0: scanned = max(scanned, hi); continue
+        yield bytes(buf[:cut])
+        del buf[:cut]
+        scanned = hi - cut  # `cut` was the last safe cut before `hi`
+    if buf: yield bytes(buf)
+
+# %% ../nbs/03_parallel_chunking.ipynb #79276d8b
+def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
+                 special_tokens: tuple[str, ...],  # document separators: split on, never counted
+                 pattern: str,  # the pre-tokenizer regex
+                 offset: int = 0,  # where `data` starts in the stream, in bytes (for error messages)
+                ) -> tuple[Counter[bytes], int]:
+    "Count the pre-tokens of one chunk of a document stream; also return the special tokens seen."
+    tally = _Tally(special_tokens, pattern, source="the joined documents")
+    tally.add(data.decode("utf-8"), offset)
+    return tally.result(), tally.specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #84b996d0
+def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: str, workers: int | None,
+                  executor: Executor | None, chunk_size: int, update: Callable[[int], None]) -> tuple[_Total, dict]:
+    "Count the pre-tokens of the documents joined by the first special token; also return a record of the stream."
+    stream, n_docs, hasher, offsets = iter(documents), 0, hashlib.sha256(), [0]
+    def docs():  # a list or tuple of str is a batch of documents, as HF tokenizers' train_from_iterator takes them
+        nonlocal n_docs
+        for d in stream:
+            for doc in (d if isinstance(d, (list, tuple)) else (d,)): n_docs += 1; yield doc
+    def tasks():
+        for data in _stream_chunks(docs(), specials[0] if specials else "", _Cutter(specials, pattern), chunk_size):
+            hasher.update(data); offsets.append(offsets[-1] + len(data))
+            yield _packed, _count_chunk, data, specials, pattern, offsets[-2]
+    total, w, todo = _Total(), workers or os.cpu_count() or 1, tasks()
+    first = list(islice(todo, 2))  # one chunk only (a small corpus): not worth starting processes
+    if executor is None and (w == 1 or len(first) < 2):
+        for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
+            total.add(fn(data, *args), len(data)); update(len(data))
+    else:
+        pool = executor if executor is not None else ProcessPoolExecutor(max_workers=w)
+        def fold(i, result):
+            n = offsets[i + 1] - offsets[i]
+            total.add(result, n); update(n)
+        try: _fold_completed(pool, chain(first, todo), fold, 2 * w)
+        finally:
+            if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+    return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
+
+# %% ../nbs/03_parallel_chunking.ipynb #966ab16a
+def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
+                        vocab_size: int,  # total size: 256 bytes + merges + special tokens
+                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
+                        *,
+                        pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+                        tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
+                        workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
+                        executor: Executor | None = None,  # counts on this executor instead of a process pool
+                        trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
+                        progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
+                        chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
+                       ) -> BPEModel:
+    "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
+    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
+        raise TypeError(f"iterable must be an iterable of str documents, not {type(iterable).__name__}")
+    progress = False if progress is None else progress
+    update, _, close = _count_reporter(progress, None, "counting pre-tokens")
+    try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
+    finally: close()
+    counts = total.sorted()
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
+                      special_tokens_found=total.specials, **record)
+    return model
+
 # %% ../nbs/03_parallel_chunking.ipynb #6d2b34cf
 def _check_special_tokens(special_tokens) -> tuple[str, ...]:
     "The special tokens as a tuple, validated."
@@ -483,18 +634,6 @@ def _count_here(path: str, ranges: list[tuple[int, int]], args: tuple, total: _T
         total.add(_count_range(path, a, b, *args, report=update, hasher=hasher), b - a)
     return hasher.hexdigest() if hasher is not None else None
 
-# %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
-def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
-                   n_procs: int, executor: Executor | None):
-    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
-    pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
-    def fold(i, result):
-        n = ranges[i][1] - ranges[i][0]
-        total.add(result, n); update(n)
-    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
-    finally:
-        if executor is None: pool.shutdown(wait=True, cancel_futures=True)
-
 # %% ../nbs/03_parallel_chunking.ipynb #19b9ba14
 def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
                 desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
@@ -520,142 +659,3 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
         close()
     return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
                                 sha256=digest, seconds=round(perf_counter() - started, 6))
-
-# %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb
-def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must be able to open this path)
-                         special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators: split on, never counted
-                         workers: int | None = None,  # processes (with `executor`: its parallelism); None: one per CPU; 1: in-process
-                         executor: Executor | None = None,  # any concurrent.futures.Executor (e.g. Dask's); None: a process pool
-                         *,
-                         pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
-                         errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-                         progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
-                         piece_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
-                         min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
-                        ) -> Counter[bytes]:
-    "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`."
-    return _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
-
-# %% ../nbs/03_parallel_chunking.ipynb #224df12a
-_TRAINERS = {"incremental": train_incremental, "naive": train_naive}
-
-def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
-              vocab_size: int,  # total size: 256 bytes + merges + special tokens
-              special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
-              workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
-              trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-              tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
-              progress=True,  # True: tqdm bars for counting and merging; False: silent; a callable: gets both kinds of progress
-              *,
-              executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
-              pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
-              errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-              piece_size: int = 1 << 20,  # bytes a counting worker reads at a time
-              min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
-             ) -> BPEModel:
-    "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    specials = _check_special_tokens(special_tokens)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
-    counts, record = _count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
-                                 min_chunk_size, sha256=True)
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
-    model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
-                      corpus_sha256=record["sha256"], pattern=pattern,
-                      pretokens=sum(counts.values()), distinct_pretokens=len(counts),
-                      special_tokens_found=record["special_tokens_found"])
-    return model
-
-# %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
-def _stream_chunks(documents: Iterable[str],  # the documents, in order
-                   separator: str,  # written between two documents ("" for none)
-                   cutter: _Cutter,  # where the joined bytes may be cut
-                   chunk_size: int,  # bytes gathered before looking for a cut
-                  ) -> Iterator[bytes]:
-    "The documents joined by `separator`, as UTF-8 chunks that each end at a safe cut."
-    buf, sep, scanned = bytearray(), separator.encode("utf-8"), 0  # no safe cut lies in buf[1:scanned]
-    for k, doc in enumerate(documents):
-        if not isinstance(doc, str):
-            raise TypeError(f"documents must be str, got {type(doc).__name__} (document {k})")
-        try: data = doc.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise ValueError(f"document {k} has a lone surrogate U+{ord(doc[e.start]):04X} at index {e.start}; "
-                             "it cannot be encoded as UTF-8") from None
-        if k: buf += sep
-        buf += data
-        if len(buf) < chunk_size: continue
-        hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on
-        cut = cutter.last(buf, hi, lo=scanned)
-        if cut <= 0: scanned = max(scanned, hi); continue
-        yield bytes(buf[:cut])
-        del buf[:cut]
-        scanned = hi - cut  # `cut` was the last safe cut before `hi`
-    if buf: yield bytes(buf)
-
-# %% ../nbs/03_parallel_chunking.ipynb #79276d8b
-def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
-                 special_tokens: tuple[str, ...],  # document separators: split on, never counted
-                 pattern: str,  # the pre-tokenizer regex
-                 offset: int = 0,  # where `data` starts in the stream, in bytes (for error messages)
-                ) -> tuple[Counter[bytes], int]:
-    "Count the pre-tokens of one chunk of a document stream; also return the special tokens seen."
-    tally = _Tally(special_tokens, pattern, source="the joined documents")
-    tally.add(data.decode("utf-8"), offset)
-    return tally.result(), tally.specials
-
-# %% ../nbs/03_parallel_chunking.ipynb #84b996d0
-def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: str, workers: int | None,
-                  executor: Executor | None, chunk_size: int, update: Callable[[int], None]) -> tuple[_Total, dict]:
-    "Count the pre-tokens of the documents joined by the first special token; also return a record of the stream."
-    stream, n_docs, hasher, offsets = iter(documents), 0, hashlib.sha256(), [0]
-    def docs():  # a list or tuple of str is a batch of documents, as HF tokenizers' train_from_iterator takes them
-        nonlocal n_docs
-        for d in stream:
-            for doc in (d if isinstance(d, (list, tuple)) else (d,)): n_docs += 1; yield doc
-    def tasks():
-        for data in _stream_chunks(docs(), specials[0] if specials else "", _Cutter(specials, pattern), chunk_size):
-            hasher.update(data); offsets.append(offsets[-1] + len(data))
-            yield _packed, _count_chunk, data, specials, pattern, offsets[-2]
-    total, w, todo = _Total(), workers or os.cpu_count() or 1, tasks()
-    first = list(islice(todo, 2))  # one chunk only (a small corpus): not worth starting processes
-    if executor is None and (w == 1 or len(first) < 2):
-        for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
-            total.add(fn(data, *args), len(data)); update(len(data))
-    else:
-        pool = executor if executor is not None else ProcessPoolExecutor(max_workers=w)
-        def fold(i, result):
-            n = offsets[i + 1] - offsets[i]
-            total.add(result, n); update(n)
-        try: _fold_completed(pool, chain(first, todo), fold, 2 * w)
-        finally:
-            if executor is None: pool.shutdown(wait=True, cancel_futures=True)
-    return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
-
-# %% ../nbs/03_parallel_chunking.ipynb #966ab16a
-def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
-                        vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
-                        *,
-                        pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
-                        tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
-                        workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
-                        executor: Executor | None = None,  # counts on this executor instead of a process pool
-                        trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-                        progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
-                        chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
-                       ) -> BPEModel:
-    "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
-    if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
-        raise TypeError(f"iterable must be an iterable of str documents, not {type(iterable).__name__}")
-    progress = False if progress is None else progress
-    update, _, close = _count_reporter(progress, None, "counting pre-tokens")
-    try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
-    finally: close()
-    counts = total.sorted()
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
-    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
-                      special_tokens_found=total.specials, **record)
-    return model
