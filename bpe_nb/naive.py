@@ -59,29 +59,6 @@ class MergeProgress(NamedTuple):
     pair: tuple[bytes, bytes]  # the pair just merged
     count: int  # its count when it was merged
 
-# %% ../nbs/01_naive_trainer.ipynb #f69e7371
-def _progress_reporter(progress, planned: int, desc: str):
-    "Turn the `progress` argument into `(report(done, pair, count), close())`; `report` is None when silent."
-    if progress is False or planned <= 0: return None, lambda: None
-    if callable(progress) and progress is not True:
-        return (lambda done, pair, count: progress(MergeProgress(done, planned, pair, count))), lambda: None
-    if progress is not None and progress is not True:
-        raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
-    bar = tqdm(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
-    last, latest = [0.0], [None]
-    def show(done, pair, count):
-        bar.set_postfix_str(f"{pair[0]!r} + {pair[1]!r} ({count:,})", refresh=False)
-        bar.update(done - bar.n)
-    def report(done, pair, count):
-        latest[0] = (done, pair, count)
-        now = perf_counter()  # refreshing tqdm costs microseconds: do it at most every 0.2 s
-        if now - last[0] >= 0.2:
-            last[0] = now; show(done, pair, count)
-    def close():  # show the final state, also after an early stop
-        if latest[0] is not None and latest[0][0] != bar.n: show(*latest[0])
-        bar.close()
-    return report, close
-
 # %% ../nbs/01_naive_trainer.ipynb #9919e005
 TIE_BREAKS = ("bytes-greater", "ids-smaller", "hf")
 "The tie-break rules every trainer implements."
@@ -93,10 +70,6 @@ def descending_key(b: bytes  # a token's bytes
                   ) -> str:
     "A string whose order is the reverse of the byte-string order of `b` (a prefix sorts after its extensions)."
     return b.decode("latin-1").translate(_DESC) + "\u0101"
-
-# %% ../nbs/01_naive_trainer.ipynb #655f1b4a
-HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).index(b) for b in range(256))
-"For each byte, its position in HF tokenizers' alphabet (GPT-2's printable characters in code-point order)."
 
 # %% ../nbs/01_naive_trainer.ipynb #20ec611b
 def _token_order(tie_break: str,  # one of `TIE_BREAKS`
@@ -111,38 +84,6 @@ def _token_order(tie_break: str,  # one of `TIE_BREAKS`
 # %% ../nbs/01_naive_trainer.ipynb #29549c9d
 class EarlyStopWarning(UserWarning):
     "Training stopped before `vocab_size` was reached because no pair of symbols was left to merge."
-
-# %% ../nbs/01_naive_trainer.ipynb #d08c21dc
-def _check_run_args(vocab_size, special_tokens, tie_break) -> tuple[str, ...]:
-    "Check the arguments every trainer shares; return the special tokens as a tuple."
-    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Sequence):
-        raise TypeError(f"special_tokens must be a sequence of strings, got {special_tokens!r}")
-    specials = tuple(special_tokens)
-    for s in specials:
-        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
-    dup = [s for s in set(specials) if specials.count(s) > 1]
-    if dup: raise ValueError(f"special token {sorted(dup)[0]!r} is given more than once")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
-    if vocab_size < 256 + len(specials):
-        raise ValueError(f"vocab_size={vocab_size} is smaller than 256 bytes + {len(specials)} special "
-                         f"token(s) = {256 + len(specials)}")
-    if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    return specials
-
-# %% ../nbs/01_naive_trainer.ipynb #5539dfa6
-def _pretoken_symbols(counts: Mapping[bytes, int]  # pre-token bytes -> count
-                     ) -> list[tuple[tuple[int, ...], int]]:
-    "Check the count table and turn it into `(byte ids, count)` for each pre-token that holds a pair."
-    if not isinstance(counts, Mapping): raise TypeError(f"counts must be a mapping bytes -> int, got {type(counts).__name__}")
-    words = []
-    for w, n in counts.items():
-        if not isinstance(w, bytes): raise TypeError(f"pre-tokens must be bytes, got {w!r}")
-        if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"count of {w!r} must be an int, got {n!r}")
-        if n < 0: raise ValueError(f"count of {w!r} is negative: {n}")
-        if n and len(w) > 1: words.append((tuple(w), n))  # a single byte (or a zero count) has no pair
-    return words
 
 # %% ../nbs/01_naive_trainer.ipynb #a65d7d26
 class TrainingRun:
@@ -274,3 +215,62 @@ def draw_merge_tree(model: BPEModel,  # a trained model
     ax.set_xlim(-0.7, leaves[0] - 0.3); ax.set_ylim(-0.6, max(n[1] for n in nodes) + 0.6)
     ax.axis("off")
     return ax
+
+# %% ../nbs/01_naive_trainer.ipynb #655f1b4a
+HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).index(b) for b in range(256))
+"For each byte, its position in HF tokenizers' alphabet (GPT-2's printable characters in code-point order)."
+
+# %% ../nbs/01_naive_trainer.ipynb #d08c21dc
+def _check_run_args(vocab_size, special_tokens, tie_break) -> tuple[str, ...]:
+    "Check the arguments every trainer shares; return the special tokens as a tuple."
+    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Sequence):
+        raise TypeError(f"special_tokens must be a sequence of strings, got {special_tokens!r}")
+    specials = tuple(special_tokens)
+    for s in specials:
+        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
+    dup = [s for s in set(specials) if specials.count(s) > 1]
+    if dup: raise ValueError(f"special token {sorted(dup)[0]!r} is given more than once")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
+    if vocab_size < 256 + len(specials):
+        raise ValueError(f"vocab_size={vocab_size} is smaller than 256 bytes + {len(specials)} special "
+                         f"token(s) = {256 + len(specials)}")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    return specials
+
+# %% ../nbs/01_naive_trainer.ipynb #5539dfa6
+def _pretoken_symbols(counts: Mapping[bytes, int]  # pre-token bytes -> count
+                     ) -> list[tuple[tuple[int, ...], int]]:
+    "Check the count table and turn it into `(byte ids, count)` for each pre-token that holds a pair."
+    if not isinstance(counts, Mapping): raise TypeError(f"counts must be a mapping bytes -> int, got {type(counts).__name__}")
+    words = []
+    for w, n in counts.items():
+        if not isinstance(w, bytes): raise TypeError(f"pre-tokens must be bytes, got {w!r}")
+        if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"count of {w!r} must be an int, got {n!r}")
+        if n < 0: raise ValueError(f"count of {w!r} is negative: {n}")
+        if n and len(w) > 1: words.append((tuple(w), n))  # a single byte (or a zero count) has no pair
+    return words
+
+# %% ../nbs/01_naive_trainer.ipynb #f69e7371
+def _progress_reporter(progress, planned: int, desc: str):
+    "Turn the `progress` argument into `(report(done, pair, count), close())`; `report` is None when silent."
+    if progress is False or planned <= 0: return None, lambda: None
+    if callable(progress) and progress is not True:
+        return (lambda done, pair, count: progress(MergeProgress(done, planned, pair, count))), lambda: None
+    if progress is not None and progress is not True:
+        raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
+    bar = tqdm(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
+    last, latest = [0.0], [None]
+    def show(done, pair, count):
+        bar.set_postfix_str(f"{pair[0]!r} + {pair[1]!r} ({count:,})", refresh=False)
+        bar.update(done - bar.n)
+    def report(done, pair, count):
+        latest[0] = (done, pair, count)
+        now = perf_counter()  # refreshing tqdm costs microseconds: do it at most every 0.2 s
+        if now - last[0] >= 0.2:
+            last[0] = now; show(done, pair, count)
+    def close():  # show the final state, also after an early stop
+        if latest[0] is not None and latest[0][0] != bar.n: show(*latest[0])
+        bar.close()
+    return report, close
