@@ -239,8 +239,9 @@ def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
     text = src.read_bytes()
     for name, extra in [("ids.npy", []), ("ids.bin", []), ("ids32.bin", ["--dtype", "uint32"]), ("ids32.npy", ["--dtype", "uint32"])]:
         ok(cli("encode", "-t", tok_path, src, "--out", tmp_path / name, "--workers", 1, *extra))
-        assert cli("decode", "-t", tok_path, tmp_path / name, *extra).stdout == text, name
-        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name   # the width from the content
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name, *extra)) == text, name
+        if name.endswith(".npy") or not extra:   # a .npy carries its dtype; a .bin is read at encode's default width
+            assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name
     (tmp_path / "ids.npy").rename(tmp_path / "renamed.dat")          # a .npy is recognised by its magic bytes
     assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "renamed.dat")) == text
     (tmp_path / "ids32.bin").rename(tmp_path / "raw.data")            # --dtype marks any file as raw ids
@@ -261,6 +262,68 @@ def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
     fails(cli("decode", "-t", tok_path, tmp_path / "unknown.bin"), 1, "unknown.bin", "60000")
     (tmp_path / "trunc.npy").write_bytes(b"\x93NUMPY\x01\x00")
     fails(cli("decode", "-t", tok_path, tmp_path / "trunc.npy"), 1, "trunc.npy")
+
+
+def test_decode_bin_width_is_exact_not_guessed(trained, tmp_path):
+    "A .bin is read at the width encode chose for this tokenizer, not guessed: id 0 at every odd position survives."
+    tok_path, _ = trained
+    (tmp_path / "nul.txt").write_bytes(b"a\0b\0")
+    ok(cli("encode", "-t", tok_path, tmp_path / "nul.txt", "-o", tmp_path / "nul.bin", "--workers", 1))
+    assert np.fromfile(tmp_path / "nul.bin", dtype="<u2").tolist() == [97, 0, 98, 0]
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "nul.bin")) == b"a\0b\0"
+    # the same file, told to be uint32, is other ids (97 + 0 * 65536, ...): --dtype overrides
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "nul.bin", "--dtype", "uint32")) == b"ab"
+    # a tokenizer with an id above 65,535 makes encode and decode both use uint32
+    from bpe_nb import cli as mod
+    class Big: vocab = {70_000: b"x"}
+    assert (mod.default_dtype(load_tokenizer(tok_path)), mod.default_dtype(Big())) == ("uint16", "uint32")
+
+
+@pytest.mark.parametrize("shape", [(10**14,), (2**40, 2**20), (3,)])
+def test_decode_npy_whose_header_claims_more_than_the_file(trained, tmp_path, shape):
+    "A truncated or forged .npy (header larger than the data) is one line, before any allocation."
+    tok_path, _ = trained
+    f = tmp_path / "forged.npy"
+    with open(f, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<u2", "fortran_order": False, "shape": shape})
+        fh.write(b"\x01\x00")   # one id: less than any of these shapes needs
+    err = fails(cli("decode", "-t", tok_path, f), 1, "forged.npy", "not a readable .npy file")
+    assert "MemoryError" not in err and "allocate" not in err
+    np.save(tmp_path / "good.npy", np.array([72, 105], dtype=np.uint16))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "good.npy").read_bytes()[:-1])
+    fails(cli("decode", "-t", tok_path, tmp_path / "cut.npy"), 1, "cut.npy", "not a readable .npy file")
+    (tmp_path / "badheader.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': nonsense}")
+    fails(cli("decode", "-t", tok_path, tmp_path / "badheader.npy"), 1, "badheader.npy", "not a readable .npy file")
+
+
+def test_encode_out_from_stdin_spools_to_a_recognisable_temp_file(trained, tmp_path, monkeypatch, capsys):
+    "stdin is spooled with artifacts.open_temp (.TARGET.PID.RANDOM.tmp beside the output), removed on success and on failure."
+    import io
+    import re
+    from bpe_nb import cli as mod
+    from bpe_nb.encoder import Tokenizer
+    tok_path, _ = trained
+    made = []
+    def recording_open_temp(target, *a, **kw):
+        fd, tmp = mod_open_temp(target, *a, **kw)
+        made.append(Path(tmp))
+        return fd, tmp
+    mod_open_temp = mod.open_temp
+    monkeypatch.setattr(mod, "open_temp", recording_open_temp)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Once upon a time\n"))
+    out = tmp_path / "ids.npy"
+    assert mod.main(["encode", "-t", str(tok_path), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert len(made) == 1 and made[0].parent == tmp_path
+    assert re.fullmatch(rf"\.ids\.npy\.{os.getpid()}\.[0-9a-f]{{8}}\.tmp", made[0].name), made[0].name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ids.npy"]
+    # a failure while encoding: the spooled copy is removed too, and no output is left
+    def broken(self, *a, **kw): raise OSError(28, "No space left on device", str(out))
+    monkeypatch.setattr(Tokenizer, "encode_file", broken)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Once upon a time\n"))
+    out.unlink()
+    assert mod.main(["encode", "-t", str(tok_path), "--out", str(out), "--workers", "1", "--quiet"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert len(made) == 2 and list(tmp_path.iterdir()) == []
 
 
 def ok_bytes(p) -> bytes:
