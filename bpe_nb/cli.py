@@ -550,6 +550,9 @@ def read_tokenizer(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
         if kind == "tiktoken": return kind, artifacts.import_tiktoken(files[0], **trust)
         return kind, artifacts.import_gpt2(*files)  # GPT-2 files name no pattern: GPT-2's is used
     except artifacts.ArtifactError as e:
+        if not trust_pattern and "not one of the known patterns" in e.problem:  # said for the command line, briefly
+            raise CLIError(f"cannot load tokenizer {e.path}: its pre-tokenizer regex is not a known one (GPT-2, "
+                           "cl100k, o200k) and could take exponential time; pass --trust-pattern if you trust the file") from None
         raise CLIError(f"cannot load tokenizer {e}") from None
 
 def _load(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`

@@ -651,6 +651,16 @@ def test_cli_reference_documents_every_option():
                 assert all(l.rstrip().endswith("` |") and "`bpe-nb " in l for l in rows), rows   # an example in each row
         headings = {"".join(c.source) for c in nb.cells if c.cell_type == "markdown"}
         assert not name or any(f"## `bpe-nb {name}`" in h for h in headings), name
+    # usage lines are wrapped (as a 100-column terminal shows them), and no shown output line is a long scroll
+    import re
+    blocks = [b for m in md for b in re.findall(r"```text\n(.*?)```", m if isinstance(m, str) else "".join(m), re.S)]
+    assert len(blocks) == 7 and all(b.startswith("usage: bpe-nb") for b in blocks), blocks
+    assert max(len(l) for b in blocks for l in b.splitlines()) <= 100, blocks
+    texts = ["".join(o.get("text", "")) for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
+    assert texts and max(len(l) for t in texts for l in t.splitlines()) <= 200, max((len(l), l) for t in texts for l in t.splitlines())
+    # the reader meets the commands first: the page's machinery is explained at the end
+    heads = [("".join(c.source)).splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    assert heads.index("## How this page is made") > heads.index("## `bpe-nb explain`"), heads
 
 
 # ---------------------------------------------------------------- --trust-pattern, --encoding/--ranks, explain
@@ -682,7 +692,9 @@ def test_unknown_pattern_needs_trust_pattern(trained, odd_files, fmt, tmp_path):
     text = "Once upon a time, Lily saw a big dog.\n"
     for args in (["encode", "-t", odd], ["decode", "-t", odd], ["explain", "-t", odd, "x"], ["inspect", odd],
                  ["export", odd, "--format", "gpt2", "--out", tmp_path / "g"]):
-        fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+        err = fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+        # one short line for the command line: no pattern quoted, no Python argument named
+        assert len(err) < 240 and "trust_pattern=True" not in err and "not a known one" in err, err
     ids = ok(cli("encode", "-t", odd, "--trust-pattern", stdin=text.encode()))
     assert ids == ok(cli("encode", "-t", trained[0], stdin=text.encode()))
     assert ok(cli("decode", "-t", odd, "--trust-pattern", stdin=ids.encode())) == text
