@@ -209,12 +209,6 @@ def find_invalid_utf8(path: Path,  # a file to check
             pos += len(data)
 
 # %% ../nbs/06_cli.ipynb #4e643b5e
-class _TextAsBytes:
-    "A text stream without `.buffer` (such as `io.StringIO` standing in for stdin) as binary lines."
-    def __init__(self, stream): self.stream = stream
-    def __iter__(self):
-        for line in self.stream: yield line.encode("utf-8", "surrogateescape")
-
 @contextmanager
 def _open_input(name: str):
     "A binary line iterator over the file `name`, or over stdin for `-`."
@@ -896,6 +890,13 @@ def cmd_explain(args) -> int:
     out = format_explanation(tok.explain(text))
     print(out, end="" if out.endswith("\n") else "\n")
     return EXIT_OK
+
+# %% ../nbs/06_cli.ipynb #48488265
+class _TextAsBytes:
+    "A text stream without `.buffer` (such as `io.StringIO` standing in for stdin) as binary lines."
+    def __init__(self, stream): self.stream = stream
+    def __iter__(self):
+        for line in self.stream: yield line.encode("utf-8", "surrogateescape")
 
 # %% ../nbs/06_cli.ipynb #ce3fc6d2
 #| eval: false
