@@ -775,3 +775,37 @@ def test_explain(trained):
     assert ok(cli("explain", "-t", trained[0], stdin=text.encode())) == out
     assert "(special token)" in out and "rank" in out
     fails(cli("explain", "x"), 2, "no tokenizer")
+
+
+def test_chapter_06_reads_well():
+    "Chapter 06: a 5-command session first, `sh` on the page, links to its own main, one exit-status table."
+    import re
+    def cells(name):
+        nb = json.loads((ROOT / "nbs" / name).read_text(encoding="utf-8"))
+        return [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+    ch = cells("06_cli.ipynb")
+    md = [s for t, s in ch if t == "markdown"]
+    heads = [s.splitlines()[0] for s in md if s.startswith("## ")]
+    assert heads[0] == "## `bpe-nb` in 5 commands", heads
+    session = ch[[s for _, s in ch].index(next(s for s in md if s.startswith("## `bpe-nb` in 5"))):]
+    session = session[:[s for _, s in session].index(next(s for s in md if s.startswith("## Errors")))]
+    run = [re.search(r'sh\([\'"]bpe-nb (\w+)', s).group(1) for t, s in session if t == "code" and "sh(" in s and "def sh" not in s]
+    assert run == ["train", "encode", "decode", "inspect", "explain"], run
+    # `main` in backticks is linked by nbdev to the first module defining a `main` (the benchmark's)
+    for name in ("06_cli.ipynb", "cli_reference.ipynb", "solutions/06_cli_solutions.ipynb"):
+        for t, s in cells(name):
+            assert t != "markdown" or not re.search(r"`main(\(\))?`", s), (name, s[:200])
+    assert sum("[main](#main)" in s or "[main()](#main)" in s for s in md) >= 4
+    # the sh helper is on the page, in the chapter and in the reference
+    for name in ("06_cli.ipynb", "cli_reference.ipynb"):
+        sh = [s for t, s in cells(name) if t == "code" and "def sh(" in s]
+        assert len(sh) == 1 and not sh[0].startswith("#|"), name
+    # the exit-status table is in 06 only; the reference links to it
+    tables = [name for name in ("06_cli.ipynb", "cli_reference.ipynb")
+              for t, s in cells(name) if t == "markdown" and re.search(r"^\| 130 \|", s, re.M)]
+    assert tables == ["06_cli.ipynb"], tables
+    assert any("06_cli.ipynb#exit-status" in s for t, s in cells("cli_reference.ipynb") if t == "markdown")
+    assert any('<a id="exit-status"></a>' in s for s in md)
+    # plumbing in Details, at the end
+    details = [s for _, s in ch][[s for _, s in ch].index(next(s for s in md if s.startswith("## Details"))):]
+    assert heads[-1] == "## Details" and any("class _TextAsBytes" in s for s in details)
