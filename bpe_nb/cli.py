@@ -891,7 +891,7 @@ def cmd_explain(args) -> int:
     print(out, end="" if out.endswith("\n") else "\n")
     return EXIT_OK
 
-# %% ../nbs/06_cli.ipynb #48488265
+# %% ../nbs/06_cli.ipynb #ef28ea24
 class _TextAsBytes:
     "A text stream without `.buffer` (such as `io.StringIO` standing in for stdin) as binary lines."
     def __init__(self, stream): self.stream = stream
