@@ -9,7 +9,6 @@ import codecs
 import os
 import re
 import sys
-import tempfile
 import textwrap
 import warnings
 from collections import Counter
@@ -26,12 +25,12 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
            'find_invalid_utf8', 'read_lines', 'longest_tokens', 'format_tokens', 'length_histogram', 'format_histogram',
            'show_progress', 'bundled_corpus', 'cmd_train', 'add_tokenizer_arguments', 'sniff_tokenizer',
            'read_tokenizer', 'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype',
-           'bin_dtype', 'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect',
-           'cmd_export', 'cmd_explain']
+           'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect', 'cmd_export',
+           'cmd_explain']
 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
-from .artifacts import ENCODINGS
+from .artifacts import ENCODINGS, open_temp
 from .encoder import format_explanation
 from .naive import TIE_BREAKS
 from .pretokenize import bytes_to_printable
@@ -210,12 +209,6 @@ def find_invalid_utf8(path: Path,  # a file to check
             pos += len(data)
 
 # %% ../nbs/06_cli.ipynb #4e643b5e
-class _TextAsBytes:
-    "A text stream without `.buffer` (such as `io.StringIO` standing in for stdin) as binary lines."
-    def __init__(self, stream): self.stream = stream
-    def __iter__(self):
-        for line in self.stream: yield line.encode("utf-8", "surrogateescape")
-
 @contextmanager
 def _open_input(name: str):
     "A binary line iterator over the file `name`, or over stdin for `-`."
@@ -551,6 +544,9 @@ def read_tokenizer(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
         if kind == "tiktoken": return kind, artifacts.import_tiktoken(files[0], **trust)
         return kind, artifacts.import_gpt2(*files)  # GPT-2 files name no pattern: GPT-2's is used
     except artifacts.ArtifactError as e:
+        if not trust_pattern and "not one of the known patterns" in e.problem:  # said for the command line, briefly
+            raise CLIError(f"cannot load tokenizer {e.path}: its pre-tokenizer regex is not a known one (GPT-2, "
+                           "cl100k, o200k) and could take exponential time; pass --trust-pattern if you trust the file") from None
         raise CLIError(f"cannot load tokenizer {e}") from None
 
 def _load(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
@@ -630,7 +626,7 @@ def _encode_to_file(tok, args) -> int:
     spooled = None  # stdin copied to a temporary file, removed whatever happens
     try:
         if args.input == "-":
-            fd, spooled = tempfile.mkstemp(suffix=".txt", dir=out.parent)
+            fd, spooled = open_temp(out)  # .NAME.PID.RANDOM.tmp beside the output, created exclusively
             with os.fdopen(fd, "wb") as f:
                 for line in read_lines("-"): f.write(line.encode("utf-8"))
             src = Path(spooled)
@@ -662,8 +658,8 @@ def _decode_arguments(d: argparse.ArgumentParser):
     add_tokenizer_arguments(d)
     d.add_argument("--dtype", choices=ID_DTYPES, default=None,
                    help="integer type of a raw .bin input (default: what 'encode --out' chooses for this "
-                        "tokenizer, uint16 if every id fits, else uint32; uint32 also when the file holds uint32 "
-                        "ids below 65,536); implies a raw input")
+                        "tokenizer: uint16 if every id fits, else uint32; give the --dtype given to encode); "
+                        "implies a raw input")
 
 # %% ../nbs/06_cli.ipynb #a9af5cb8
 def parse_ids(line: str,  # one line of whitespace-separated ids
@@ -689,20 +685,29 @@ def ids_file_kind(name: str,  # decode's FILE ("-" is stdin)
     return "bin" if Path(name).suffix == ".bin" or dtype is not None else "text"
 
 def default_dtype(tok) -> str:
-    "The dtype `encode --out` chooses for `tok` without --dtype: uint16 if every id fits, else uint32."
+    "The width `encode --out` gives a .bin for `tok` without --dtype, and so the one `decode` reads: uint16 if every id fits, else uint32."
     return "uint16" if max(tok.vocab) < 2**16 else "uint32"
 
-def bin_dtype(name: str,  # a raw .bin file of ids
-              tok  # the tokenizer that will decode it
-             ) -> str:
-    "The width of a .bin read without --dtype: `default_dtype`, but uint32 for small uint32 ids (every other 16-bit word 0)."
-    import numpy as np
-    if default_dtype(tok) == "uint32": return "uint32"
-    size = Path(name).stat().st_size
-    if size >= 8 and size % 4 == 0 and not np.memmap(name, dtype=np.uint16, mode="r")[1::2].any(): return "uint32"
-    return "uint16"
 
 # %% ../nbs/06_cli.ipynb #973c5e22
+def _check_npy_size(name: str  # a file that starts with numpy's magic bytes
+                   ):
+    "Raise a `CLIError` unless the .npy header of `name` parses and its shape and dtype fit in the file's size."
+    import numpy as np
+    fmt = np.lib.format
+    try:
+        with open(name, "rb") as f:
+            version = fmt.read_magic(f)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dt = read(f)
+            need = f.tell() + int(np.prod(shape, dtype=object)) * dt.itemsize
+    except Exception as e:  # numpy's header parser raises ValueError, SyntaxError, tokenize.TokenError...
+        raise CLIError(f"'{name}': not a readable .npy file: {describe_error(e)}") from None
+    size = Path(name).stat().st_size
+    if size < need:
+        raise CLIError(f"'{name}': not a readable .npy file: its header says shape {shape} {dt}, "
+                       f"{need:,} bytes, but the file has {size:,}")
+
 def read_id_array(name: str,  # a .npy or raw .bin file
                   kind: str,  # "npy" or "bin", from `ids_file_kind`
                   dtype: str  # the integer type of a .bin
@@ -710,6 +715,7 @@ def read_id_array(name: str,  # a .npy or raw .bin file
     "The ids of a .npy or raw .bin file as a flat numpy array (memory-mapped); a file that holds none is a `CLIError`."
     import numpy as np
     if kind == "npy":
+        _check_npy_size(name)
         try: arr = np.load(name, mmap_mode="r", allow_pickle=False)
         except ValueError:
             try: arr = np.load(name, allow_pickle=False)  # an empty array cannot be memory-mapped
@@ -747,7 +753,7 @@ def cmd_decode(args) -> int:
     where = "stdin" if args.input == "-" else f"'{args.input}'"
     sink, kind = _ByteSink(sys.stdout), ids_file_kind(args.input, args.dtype)
     if kind != "text":
-        dtype = args.dtype or (bin_dtype(args.input, tok) if kind == "bin" else None)
+        dtype = args.dtype or default_dtype(tok)  # a .bin has no header: its width is the one encode chose
         _decode_array(tok, read_id_array(args.input, kind, dtype), where, sink)
     else:
         for lineno, line in enumerate(read_lines(args.input), 1):
@@ -884,6 +890,13 @@ def cmd_explain(args) -> int:
     out = format_explanation(tok.explain(text))
     print(out, end="" if out.endswith("\n") else "\n")
     return EXIT_OK
+
+# %% ../nbs/06_cli.ipynb #ef28ea24
+class _TextAsBytes:
+    "A text stream without `.buffer` (such as `io.StringIO` standing in for stdin) as binary lines."
+    def __init__(self, stream): self.stream = stream
+    def __iter__(self):
+        for line in self.stream: yield line.encode("utf-8", "surrogateescape")
 
 # %% ../nbs/06_cli.ipynb #ce3fc6d2
 #| eval: false

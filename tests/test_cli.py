@@ -239,8 +239,9 @@ def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
     text = src.read_bytes()
     for name, extra in [("ids.npy", []), ("ids.bin", []), ("ids32.bin", ["--dtype", "uint32"]), ("ids32.npy", ["--dtype", "uint32"])]:
         ok(cli("encode", "-t", tok_path, src, "--out", tmp_path / name, "--workers", 1, *extra))
-        assert cli("decode", "-t", tok_path, tmp_path / name, *extra).stdout == text, name
-        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name   # the width from the content
+        assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name, *extra)) == text, name
+        if name.endswith(".npy") or not extra:   # a .npy carries its dtype; a .bin is read at encode's default width
+            assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / name)) == text, name
     (tmp_path / "ids.npy").rename(tmp_path / "renamed.dat")          # a .npy is recognised by its magic bytes
     assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "renamed.dat")) == text
     (tmp_path / "ids32.bin").rename(tmp_path / "raw.data")            # --dtype marks any file as raw ids
@@ -261,6 +262,68 @@ def test_decode_reads_what_encode_out_writes(work, trained, tmp_path):
     fails(cli("decode", "-t", tok_path, tmp_path / "unknown.bin"), 1, "unknown.bin", "60000")
     (tmp_path / "trunc.npy").write_bytes(b"\x93NUMPY\x01\x00")
     fails(cli("decode", "-t", tok_path, tmp_path / "trunc.npy"), 1, "trunc.npy")
+
+
+def test_decode_bin_width_is_exact_not_guessed(trained, tmp_path):
+    "A .bin is read at the width encode chose for this tokenizer, not guessed: id 0 at every odd position survives."
+    tok_path, _ = trained
+    (tmp_path / "nul.txt").write_bytes(b"a\0b\0")
+    ok(cli("encode", "-t", tok_path, tmp_path / "nul.txt", "-o", tmp_path / "nul.bin", "--workers", 1))
+    assert np.fromfile(tmp_path / "nul.bin", dtype="<u2").tolist() == [97, 0, 98, 0]
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "nul.bin")) == b"a\0b\0"
+    # the same file, told to be uint32, is other ids (97 + 0 * 65536, ...): --dtype overrides
+    assert ok_bytes(cli("decode", "-t", tok_path, tmp_path / "nul.bin", "--dtype", "uint32")) == b"ab"
+    # a tokenizer with an id above 65,535 makes encode and decode both use uint32
+    from bpe_nb import cli as mod
+    class Big: vocab = {70_000: b"x"}
+    assert (mod.default_dtype(load_tokenizer(tok_path)), mod.default_dtype(Big())) == ("uint16", "uint32")
+
+
+@pytest.mark.parametrize("shape", [(10**14,), (2**40, 2**20), (3,)])
+def test_decode_npy_whose_header_claims_more_than_the_file(trained, tmp_path, shape):
+    "A truncated or forged .npy (header larger than the data) is one line, before any allocation."
+    tok_path, _ = trained
+    f = tmp_path / "forged.npy"
+    with open(f, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<u2", "fortran_order": False, "shape": shape})
+        fh.write(b"\x01\x00")   # one id: less than any of these shapes needs
+    err = fails(cli("decode", "-t", tok_path, f), 1, "forged.npy", "not a readable .npy file")
+    assert "MemoryError" not in err and "allocate" not in err
+    np.save(tmp_path / "good.npy", np.array([72, 105], dtype=np.uint16))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "good.npy").read_bytes()[:-1])
+    fails(cli("decode", "-t", tok_path, tmp_path / "cut.npy"), 1, "cut.npy", "not a readable .npy file")
+    (tmp_path / "badheader.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': nonsense}")
+    fails(cli("decode", "-t", tok_path, tmp_path / "badheader.npy"), 1, "badheader.npy", "not a readable .npy file")
+
+
+def test_encode_out_from_stdin_spools_to_a_recognisable_temp_file(trained, tmp_path, monkeypatch, capsys):
+    "stdin is spooled with artifacts.open_temp (.TARGET.PID.RANDOM.tmp beside the output), removed on success and on failure."
+    import io
+    import re
+    from bpe_nb import cli as mod
+    from bpe_nb.encoder import Tokenizer
+    tok_path, _ = trained
+    made = []
+    def recording_open_temp(target, *a, **kw):
+        fd, tmp = mod_open_temp(target, *a, **kw)
+        made.append(Path(tmp))
+        return fd, tmp
+    mod_open_temp = mod.open_temp
+    monkeypatch.setattr(mod, "open_temp", recording_open_temp)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Once upon a time\n"))
+    out = tmp_path / "ids.npy"
+    assert mod.main(["encode", "-t", str(tok_path), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert len(made) == 1 and made[0].parent == tmp_path
+    assert re.fullmatch(rf"\.ids\.npy\.{os.getpid()}\.[0-9a-f]{{8}}\.tmp", made[0].name), made[0].name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ids.npy"]
+    # a failure while encoding: the spooled copy is removed too, and no output is left
+    def broken(self, *a, **kw): raise OSError(28, "No space left on device", str(out))
+    monkeypatch.setattr(Tokenizer, "encode_file", broken)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Once upon a time\n"))
+    out.unlink()
+    assert mod.main(["encode", "-t", str(tok_path), "--out", str(out), "--workers", "1", "--quiet"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert len(made) == 2 and list(tmp_path.iterdir()) == []
 
 
 def ok_bytes(p) -> bytes:
@@ -588,6 +651,16 @@ def test_cli_reference_documents_every_option():
                 assert all(l.rstrip().endswith("` |") and "`bpe-nb " in l for l in rows), rows   # an example in each row
         headings = {"".join(c.source) for c in nb.cells if c.cell_type == "markdown"}
         assert not name or any(f"## `bpe-nb {name}`" in h for h in headings), name
+    # usage lines are wrapped (as a 100-column terminal shows them), and no shown output line is a long scroll
+    import re
+    blocks = [b for m in md for b in re.findall(r"```text\n(.*?)```", m if isinstance(m, str) else "".join(m), re.S)]
+    assert len(blocks) == 7 and all(b.startswith("usage: bpe-nb") for b in blocks), blocks
+    assert max(len(l) for b in blocks for l in b.splitlines()) <= 100, blocks
+    texts = ["".join(o.get("text", "")) for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
+    assert texts and max(len(l) for t in texts for l in t.splitlines()) <= 200, max((len(l), l) for t in texts for l in t.splitlines())
+    # the reader meets the commands first: the page's machinery is explained at the end
+    heads = [("".join(c.source)).splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    assert heads.index("## How this page is made") > heads.index("## `bpe-nb explain`"), heads
 
 
 # ---------------------------------------------------------------- --trust-pattern, --encoding/--ranks, explain
@@ -619,7 +692,9 @@ def test_unknown_pattern_needs_trust_pattern(trained, odd_files, fmt, tmp_path):
     text = "Once upon a time, Lily saw a big dog.\n"
     for args in (["encode", "-t", odd], ["decode", "-t", odd], ["explain", "-t", odd, "x"], ["inspect", odd],
                  ["export", odd, "--format", "gpt2", "--out", tmp_path / "g"]):
-        fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+        err = fails(cli(*args, stdin=b"1 2\n"), 1, "cannot load tokenizer", "--trust-pattern")
+        # one short line for the command line: no pattern quoted, no Python argument named
+        assert len(err) < 240 and "trust_pattern=True" not in err and "not a known one" in err, err
     ids = ok(cli("encode", "-t", odd, "--trust-pattern", stdin=text.encode()))
     assert ids == ok(cli("encode", "-t", trained[0], stdin=text.encode()))
     assert ok(cli("decode", "-t", odd, "--trust-pattern", stdin=ids.encode())) == text
@@ -700,3 +775,37 @@ def test_explain(trained):
     assert ok(cli("explain", "-t", trained[0], stdin=text.encode())) == out
     assert "(special token)" in out and "rank" in out
     fails(cli("explain", "x"), 2, "no tokenizer")
+
+
+def test_chapter_06_reads_well():
+    "Chapter 06: a 5-command session first, `sh` on the page, links to its own main, one exit-status table."
+    import re
+    def cells(name):
+        nb = json.loads((ROOT / "nbs" / name).read_text(encoding="utf-8"))
+        return [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+    ch = cells("06_cli.ipynb")
+    md = [s for t, s in ch if t == "markdown"]
+    heads = [s.splitlines()[0] for s in md if s.startswith("## ")]
+    assert heads[0] == "## `bpe-nb` in 5 commands", heads
+    session = ch[[s for _, s in ch].index(next(s for s in md if s.startswith("## `bpe-nb` in 5"))):]
+    session = session[:[s for _, s in session].index(next(s for s in md if s.startswith("## Errors")))]
+    run = [re.search(r'sh\([\'"]bpe-nb (\w+)', s).group(1) for t, s in session if t == "code" and "sh(" in s and "def sh" not in s]
+    assert run == ["train", "encode", "decode", "inspect", "explain"], run
+    # `main` in backticks is linked by nbdev to the first module defining a `main` (the benchmark's)
+    for name in ("06_cli.ipynb", "cli_reference.ipynb", "solutions/06_cli_solutions.ipynb"):
+        for t, s in cells(name):
+            assert t != "markdown" or not re.search(r"`main(\(\))?`", s), (name, s[:200])
+    assert sum("[main](#main)" in s or "[main()](#main)" in s for s in md) >= 4
+    # the sh helper is on the page, in the chapter and in the reference
+    for name in ("06_cli.ipynb", "cli_reference.ipynb"):
+        sh = [s for t, s in cells(name) if t == "code" and "def sh(" in s]
+        assert len(sh) == 1 and not sh[0].startswith("#|"), name
+    # the exit-status table is in 06 only; the reference links to it
+    tables = [name for name in ("06_cli.ipynb", "cli_reference.ipynb")
+              for t, s in cells(name) if t == "markdown" and re.search(r"^\| 130 \|", s, re.M)]
+    assert tables == ["06_cli.ipynb"], tables
+    assert any("06_cli.ipynb#exit-status" in s for t, s in cells("cli_reference.ipynb") if t == "markdown")
+    assert any('<a id="exit-status"></a>' in s for s in md)
+    # plumbing in Details, at the end
+    details = [s for _, s in ch][[s for _, s in ch].index(next(s for s in md if s.startswith("## Details"))):]
+    assert heads[-1] == "## Details" and any("class _TextAsBytes" in s for s in details)
