@@ -28,14 +28,37 @@ try: import resource  # Unix only
 except ImportError: resource = None
 
 # %% auto #0
-__all__ = ['TINYSTORIES_ENV', 'TINYSTORIES_FILES', 'TINYSTORIES_URL', 'TRAINERS', 'CSV_FIELDS', 'SampleFallbackWarning',
-           'bundled_sample', 'tinystories_path', 'corpus_prefix', 'merges_digest', 'main', 'run_experiment',
-           'per_merge_seconds', 'machine_info', 'save_results', 'load_results', 'download_tinystories']
+__all__ = ['TINYSTORIES_ENV', 'TINYSTORIES_FILES', 'TINYSTORIES_URL', 'TRAINERS', 'CSV_FIELDS', 'bundled_sample', 'load_results',
+           'per_merge_seconds', 'SampleFallbackWarning', 'tinystories_path', 'corpus_prefix', 'merges_digest', 'main',
+           'run_experiment', 'machine_info', 'save_results', 'download_tinystories']
 
 # %% ../nbs/07_benchmark.ipynb #d48dd397
 from tqdm import tqdm
 import bpe_nb
 from .pretokenize import bytes_to_printable, printable_to_bytes, split_special
+
+# %% ../nbs/07_benchmark.ipynb #a01cfecc
+def bundled_sample() -> Path:
+    "The 1 MB TinyStories sample shipped inside the package."
+    return Path(bpe_nb.__file__).parent / "data" / "tinystories_sample_1M.txt"
+
+# %% ../nbs/07_benchmark.ipynb #99dc0ca7
+def load_results(src_dir: str | Path  # the directory `save_results` wrote
+                ) -> dict:
+    "Read `results.json` from `src_dir`."
+    p = Path(src_dir) / "results.json"
+    if not p.is_file():
+        raise FileNotFoundError(f"{p} not found: run this chapter with BPE_NB_BENCH=full to produce it")
+    return json.loads(p.read_text(encoding="utf-8"))
+
+# %% ../nbs/07_benchmark.ipynb #a49c1825
+def per_merge_seconds(curve: Sequence[Sequence[float]]  # [[k, seconds after merge k], ...] from a run
+                     ) -> tuple[list[int], list[float]]:
+    "For each point k of a run's `curve` after the first: the mean seconds per merge since the previous point."
+    ks, secs = [], []
+    for (k0, t0), (k1, t1) in zip(curve, curve[1:]):
+        if k1 > k0: ks.append(k1); secs.append((t1 - t0) / (k1 - k0))
+    return ks, secs
 
 # %% ../nbs/07_benchmark.ipynb #f9da248b
 TINYSTORIES_ENV = "BPE_NB_TINYSTORIES_DIR"
@@ -50,11 +73,6 @@ TINYSTORIES_URL = "https://huggingface.co/datasets/roneneldan/TinyStories/resolv
 # %% ../nbs/07_benchmark.ipynb #b056c787
 class SampleFallbackWarning(UserWarning):
     "The real TinyStories file was not found, so the bundled 1 MB sample is used instead."
-
-# %% ../nbs/07_benchmark.ipynb #a01cfecc
-def bundled_sample() -> Path:
-    "The 1 MB TinyStories sample shipped inside the package."
-    return Path(bpe_nb.__file__).parent / "data" / "tinystories_sample_1M.txt"
 
 # %% ../nbs/07_benchmark.ipynb #1461562f
 def _split_file(split: str) -> str:
@@ -274,15 +292,6 @@ def run_experiment(trainer: str,  # "naive", "incremental" or "hf"
         raise RuntimeError(f"benchmark run failed (exit {proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return dict(json.loads(lines[-1][len(_MARK):]), process_s=round(elapsed, 6))
 
-# %% ../nbs/07_benchmark.ipynb #a49c1825
-def per_merge_seconds(curve: Sequence[Sequence[float]]  # [[k, seconds after merge k], ...] from a run
-                     ) -> tuple[list[int], list[float]]:
-    "For each point k of a run's `curve` after the first: the mean seconds per merge since the previous point."
-    ks, secs = [], []
-    for (k0, t0), (k1, t1) in zip(curve, curve[1:]):
-        if k1 > k0: ks.append(k1); secs.append((t1 - t0) / (k1 - k0))
-    return ks, secs
-
 # %% ../nbs/07_benchmark.ipynb #fc340c86
 def _version(dist: str) -> str | None:
     try: return metadata.version(dist)
@@ -333,15 +342,6 @@ def save_results(results: dict,  # {"meta": machine_info() + settings, "runs": [
     w.writeheader(); w.writerows(results["runs"])
     atomic_write(c, buf.getvalue().encode("utf-8"))
     return j, c
-
-# %% ../nbs/07_benchmark.ipynb #99dc0ca7
-def load_results(src_dir: str | Path  # the directory `save_results` wrote
-                ) -> dict:
-    "Read `results.json` from `src_dir`."
-    p = Path(src_dir) / "results.json"
-    if not p.is_file():
-        raise FileNotFoundError(f"{p} not found: run this chapter with BPE_NB_BENCH=full to produce it")
-    return json.loads(p.read_text(encoding="utf-8"))
 
 # %% ../nbs/07_benchmark.ipynb #8feb0f1a
 def _fetch(url: str,  # http(s):// or file:// address

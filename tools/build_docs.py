@@ -367,11 +367,17 @@ def _ends_with_docstring(code: str) -> bool:
         and isinstance(body[-1].value.value, str)
 
 
+def _private(name: str) -> bool:
+    "True for a private name: `_Tally`, `_Cutter.first`, `Tokenizer._encode_chunk` (a component starts with `_`)."
+    return any(part.startswith("_") for part in name.split("."))
+
+
 def _anchor_cell(names: list[str]) -> dict:
-    "Anchors (the ids `show_doc`'s headings had: `count_pairs`, `tokenizer.encode`) and index entries for `names`."
+    "Anchors (the ids `show_doc`'s headings had: `count_pairs`, `tokenizer.encode`) and index entries for the public `names`."
     ids = dict.fromkeys(pandoc_slug(n) for n in names)
     md = "".join(f'<a id="{i}"></a>' for i in ids)
-    md += "".join(f"\n\n```{{index}} {n}\n```" for n in dict.fromkeys(names))
+    public = [n for n in dict.fromkeys(names) if not _private(n)]   # genindex lists the public API only
+    md += "".join(f"\n\n```{{index}} {n}\n```" for n in public)
     return {**_md_cell(md), "metadata": {"bpe_anchor": True}}
 
 
