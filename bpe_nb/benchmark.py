@@ -201,7 +201,7 @@ def _measure_hf(corpus, vocab_size, special_tokens):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     base = _rss_kib("VmRSS")
     t0 = perf_counter()
-    text = Path(corpus).read_text(encoding="utf-8")
+    with open(corpus, encoding="utf-8", newline="") as f: text = f.read()  # "\r\n" stays, as bpe_nb reads it
     docs = [d for d in split_special(text, special_tokens) if d not in special_tokens]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

@@ -253,3 +253,11 @@ def test_jupyter_book_resolves_raw_anchors_and_renders_markdown_tables(tmp_path)
     html = (tmp_path / "out" / "_build" / "html" / "index.html").read_text()
     assert 'href="00_a.html#count_pairs"' in html and 'href="#here"' in html
     assert "<table" in html and "| a | b |" not in html
+
+
+def test_private_names_keep_their_anchor_but_stay_out_of_the_index():
+    md = bd._anchor_cell(["_Tally.add", "count_pairs", "Tokenizer._x"])["source"]
+    assert "{index} count_pairs" in md
+    assert "{index} _Tally" not in md and "{index} Tokenizer._x" not in md
+    for anchor in ("tally.add", "count_pairs", "tokenizer._x"):  # the ids nbdev's headings had
+        assert f'<a id="{anchor}"></a>' in md, anchor
