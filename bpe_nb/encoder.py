@@ -21,7 +21,7 @@ __all__ = ['Tokenizer', 'read_gpt2_merges', 'read_gpt2_files', 'MergeStep', 'Pie
 # %% ../nbs/04_encoder.ipynb #6217bba1
 import numpy as np
 from tqdm import tqdm
-from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _check_utf8, _first_uncovered, _not_covered,
+from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
 from .chunking import _last_safe_space, file_ranges, read_pieces
 
@@ -269,6 +269,11 @@ def _coverage_error(self: Tokenizer, text: str, base: int = 0) -> ValueError:
     i = _first_uncovered(text, self.special_tokens, self.pattern)
     return _not_covered(self.pattern, text[i], f"index {base + i}")
 
+# %% ../nbs/04_encoder.ipynb #5c1e0a7d
+def _replace_surrogates(text: str) -> str:
+    "tiktoken's repair of text UTF-8 cannot encode: a surrogate pair becomes its character, a lone surrogate U+FFFD."
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
 # %% ../nbs/04_encoder.ipynb #4ecf3013
 @patch
 def _encode(self: Tokenizer, text: str,
@@ -284,7 +289,7 @@ def _encode(self: Tokenizer, text: str,
             for i, part in enumerate(rx.split(text)):  # text, special, text, ...
                 if i & 1: out.append(specials[part])
                 elif part: self._encode_ordinary(part, out)
-    except UnicodeEncodeError: _check_utf8(text); raise
+    except UnicodeEncodeError: return self._encode(_replace_surrogates(text), rx, base)  # rare: only then repaired
     except _NotCovered: raise self._coverage_error(text, base) from None
     finally: self._trim_cache()
     return out
@@ -415,7 +420,8 @@ def explain(self: Tokenizer, text: str,  # the text to explain
     if allowed_special is not None or disallowed_special is not None:  # tiktoken's rules (see below)
         rx, bad = self._special_rules(allowed_special, disallowed_special)
         if bad is not None: _refuse_disallowed(text, bad)
-    _check_utf8(text)
+    try: text.encode("utf-8")
+    except UnicodeEncodeError: text = _replace_surrogates(text)  # as `encode` does
     out = []
     for i, part in enumerate(rx.split(text) if rx is not None else [text]):
         if i & 1: out.append(PieceExplanation(part.encode("utf-8"), [], [self.special_tokens[part]], True)); continue
@@ -679,12 +685,15 @@ def _encode_iterable(tok: Tokenizer, iterable: Iterable[str], allowed: frozenset
         if not isinstance(item, str):
             raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(item).__name__}")
         block.append(item); size += len(item)
-        if size < _STREAM_BLOCK: continue
+        if size < max(_STREAM_BLOCK, len(tail)): continue  # a long tail waits for as much new text: linear
         new = "".join(block); check(new)
         text = tail + new
         block.clear(); size = 0
-        try: ids, cut = _encode_head(tok, text, specials)
-        except UnicodeEncodeError: _check_utf8(text); raise
+        try:
+            try: ids, cut = _encode_head(tok, text, specials)
+            except UnicodeEncodeError:  # repair as `encode` does; a high surrogate at the end may pair with what follows
+                text = _replace_surrogates(text[:-1]) + text[-1] if "\ud800" <= text[-1] <= "\udbff" else _replace_surrogates(text)
+                ids, cut = _encode_head(tok, text, specials)
         except _NotCovered: raise tok._coverage_error(text, base) from None
         finally: tok._trim_cache()
         tail, base = text[cut:], base + cut
