@@ -92,11 +92,6 @@ class _PieceCache(dict):
         return ids
 
 # %% ../nbs/04_encoder.ipynb #2f3f1611
-_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
-
-class _NotCovered(Exception):
-    "Raised on the hot path when the pattern skipped a character; the caller builds the message."
-
 class Tokenizer:
     "A byte-level BPE tokenizer: encode text to ids and decode ids to text with a vocabulary and ordered merges."
     def __init__(self,
@@ -235,6 +230,8 @@ def __repr__(self: Tokenizer):
             f"special_tokens={list(self.special_tokens)})")
 
 # %% ../nbs/04_encoder.ipynb #b987146a
+_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
+
 @patch
 def _encode_piece(self: Tokenizer, piece: str) -> tuple[int, ...]:
     "The ids of one pre-token (a cache miss)."
@@ -255,6 +252,9 @@ _GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\t-\r
                          r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]+""")
 
 # %% ../nbs/04_encoder.ipynb #407fa496
+class _NotCovered(Exception):
+    "Raised on the hot path when the pattern skipped a character; the caller builds the message."
+
 @patch
 def _encode_ordinary(self: Tokenizer, text: str, out: list[int]):
     "Append the ids of `text` (where nothing is a special token) to `out`."
