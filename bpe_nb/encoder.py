@@ -587,15 +587,6 @@ def _n_workers(workers) -> int:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     return workers
 
-def _groups(texts: list[str], n: int) -> list[list[str]]:
-    "Cut `texts` into at most `n` contiguous groups of similar total length."
-    total, out, cur, size = sum(map(len, texts)), [], [], 0
-    for t in texts:
-        cur.append(t); size += len(t)
-        if size * n >= total * (len(out) + 1): out.append(cur); cur = []
-    if cur: out.append(cur)
-    return out
-
 # %% ../nbs/04_encoder.ipynb #102f783b
 @patch
 def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
@@ -614,23 +605,7 @@ def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
     n = _n_workers(workers if workers is not None else num_threads)
     if n < _BATCH_MIN_WORKERS or len(texts) < 2 or sum(map(len, texts)) < _BATCH_MIN_CHARS:
         return [self._encode(t, rx) for t in texts]
-    from bpe_nb.encoder import _encode_group as work  # by name from the package, so a worker can find it
-    out = []
-    with _pool(self, n) as ex:
-        for f in [ex.submit(work, None, g, allowed_special, disallowed_special) for g in _groups(texts, 4 * n)]:
-            flat, ends = f.result()
-            flat = flat.tolist()
-            out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
-    return out
-
-def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special
-                 ) -> tuple[np.ndarray, list[int]]:
-    "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
-    tok = tok or _WORKER_TOKENIZER
-    rx = tok._special_rules(allowed_special, disallowed_special)[0]
-    ids = [tok._encode(t, rx) for t in texts]
-    ends = np.cumsum([len(x) for x in ids]).tolist()
-    return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
+    return _encode_in_pool(self, texts, n, allowed_special, disallowed_special)  # engineering notes
 
 @patch
 def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences of token ids
@@ -640,33 +615,9 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
     "`decode` each sequence of ids."
     return [self.decode(ids, errors) for ids in batch]
 
-# %% ../nbs/04_encoder.ipynb #513ab541
+# %% ../nbs/04_encoder.ipynb #af97c79a
 _STREAM_BLOCK = 1 << 16  # characters gathered from the iterable before each encoding step
 
-def _encode_head(tok: Tokenizer, text: str,
-                 specials: tuple | None = None  # (regex, length of the longest) of the special tokens to honour; None: all
-                ) -> tuple[list[int], int]:
-    "Encode the part of `text` that no continuation can change; return its ids and where the rest starts."
-    rx, longest = specials or (tok._special_rx, tok._max_special)
-    out, start, n = [], 0, len(text)
-    final = n  # text before `final` is text, whatever follows
-    if rx is not None:
-        final = n - longest + 1
-        for m in rx.finditer(text):
-            if m.start() >= final: break
-            if m.start() > start: tok._encode_ordinary(text[start:m.start()], out)
-            out.append(tok.special_tokens[m.group()])
-            start = m.end()
-        if start >= final: return out, start
-    if tok.pattern not in PROVEN_PATTERNS: return out, start  # safe cuts are proven for these only
-    seg = text[start:final]
-    cut = _last_safe_space(seg)  # chapter 03: the pre-tokens before it are final, whatever follows
-    if cut > 0:
-        tok._encode_ordinary(seg[:cut], out)
-        start += cut
-    return out, start
-
-# %% ../nbs/04_encoder.ipynb #af97c79a
 def _encode_iterable(tok: Tokenizer, iterable: Iterable[str], allowed: frozenset, disallowed: frozenset
                     ) -> Iterator[int]:
     "Generator behind `Tokenizer.encode_iterable`: `allowed` special tokens are honoured, `disallowed` ones raise."
@@ -709,6 +660,30 @@ def encode_iterable(self: Tokenizer, iterable: Iterable[str],  # e.g. an open te
     "Lazily encode a stream of strings in bounded memory, exactly as `encode` of their concatenation."
     return _encode_iterable(self, iterable, *self._special_sets(allowed_special, disallowed_special))
 
+# %% ../nbs/04_encoder.ipynb #513ab541
+def _encode_head(tok: Tokenizer, text: str,
+                 specials: tuple | None = None  # (regex, length of the longest) of the special tokens to honour; None: all
+                ) -> tuple[list[int], int]:
+    "Encode the part of `text` that no continuation can change; return its ids and where the rest starts."
+    rx, longest = specials or (tok._special_rx, tok._max_special)
+    out, start, n = [], 0, len(text)
+    final = n  # text before `final` is text, whatever follows
+    if rx is not None:
+        final = n - longest + 1
+        for m in rx.finditer(text):
+            if m.start() >= final: break
+            if m.start() > start: tok._encode_ordinary(text[start:m.start()], out)
+            out.append(tok.special_tokens[m.group()])
+            start = m.end()
+        if start >= final: return out, start
+    if tok.pattern not in PROVEN_PATTERNS: return out, start  # safe cuts are proven for these only
+    seg = text[start:final]
+    cut = _last_safe_space(seg)  # chapter 03: the pre-tokens before it are final, whatever follows
+    if cut > 0:
+        tok._encode_ordinary(seg[:cut], out)
+        start += cut
+    return out, start
+
 # %% ../nbs/04_encoder.ipynb #9fa21827
 @patch
 def __reduce__(self: Tokenizer):  # pickle the inputs, not the tables: they rebuild in a worker process
@@ -738,6 +713,37 @@ def _pool(tok: Tokenizer, n: int):
     from bpe_nb.encoder import _init_worker as init  # by name from the package: the worker imports it
     forked = multiprocessing.get_start_method() == "fork"
     return ProcessPoolExecutor(n, initializer=init, initargs=(tok if forked else tok.__reduce__()[1][1:],))
+
+# %% ../nbs/04_encoder.ipynb #3f9c6b18
+def _groups(texts: list[str], n: int) -> list[list[str]]:
+    "Cut `texts` into at most `n` contiguous groups of similar total length."
+    total, out, cur, size = sum(map(len, texts)), [], [], 0
+    for t in texts:
+        cur.append(t); size += len(t)
+        if size * n >= total * (len(out) + 1): out.append(cur); cur = []
+    if cur: out.append(cur)
+    return out
+
+def _encode_in_pool(tok: Tokenizer, texts: list[str], n: int, allowed_special, disallowed_special
+                   ) -> list[list[int]]:
+    "`encode_batch` of a large batch: contiguous groups encoded by `n` processes, the ids back in order."
+    from bpe_nb.encoder import _encode_group as work  # by name from the package, so a worker can find it
+    out = []
+    with _pool(tok, n) as ex:
+        for f in [ex.submit(work, None, g, allowed_special, disallowed_special) for g in _groups(texts, 4 * n)]:
+            flat, ends = f.result()
+            flat = flat.tolist()
+            out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
+    return out
+
+def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special
+                 ) -> tuple[np.ndarray, list[int]]:
+    "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
+    tok = tok or _WORKER_TOKENIZER
+    rx = tok._special_rules(allowed_special, disallowed_special)[0]
+    ids = [tok._encode(t, rx) for t in texts]
+    ends = np.cumsum([len(x) for x in ids]).tolist()
+    return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 
 # %% ../nbs/04_encoder.ipynb #b5cc6fa3
 _FILE_MIN_RANGE = 1 << 20  # bytes: `encode_file` does not plan ranges smaller than this
