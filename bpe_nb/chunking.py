@@ -132,13 +132,14 @@ def find_chunk_boundaries(file: BinaryIO | str | os.PathLike,  # a binary file o
     return _snap_bounds(file, size, desired_num_chunks, _Cutter([split_special_token]), window)
 
 # %% ../nbs/03_parallel_chunking.ipynb #2f3f4ac6
+_SAFE_SPACE_BACK = compile_pattern(r"(?r)(?<=[^\s\x1c-\x1f]) ")  # searched from the end (`(?r)`); `[^\s\x1c-\x1f]` is `not str.isspace()`
+
 def _last_safe_space(text: str,  # the text seen so far
                      end: int | None = None,  # look only before this index (default: the whole text)
                     ) -> int:
     "The largest `p` with `text[p] == ' '` after a character that is not whitespace, or -1: a safe cut for every proven pattern."
-    p = text.rfind(" ", 1, len(text) if end is None else end)
-    while p > 0 and text[p - 1].isspace(): p = text.rfind(" ", 1, p)
-    return p
+    m = _SAFE_SPACE_BACK.search(text, 1, len(text) if end is None else end)
+    return m.start() if m else -1
 
 # %% ../nbs/03_parallel_chunking.ipynb #444b71d4
 _SAFE_SPACE = re.compile(r"(?:^|(?<=\S)) ")  # a space at the start, or after a non-space: a safe cut

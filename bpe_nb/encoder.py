@@ -21,7 +21,7 @@ __all__ = ['Tokenizer', 'read_gpt2_merges', 'read_gpt2_files', 'MergeStep', 'Pie
 # %% ../nbs/04_encoder.ipynb #6217bba1
 import numpy as np
 from tqdm import tqdm
-from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _check_utf8, _first_uncovered, _not_covered,
+from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
 from .chunking import _last_safe_space, file_ranges, read_pieces
 
@@ -92,11 +92,6 @@ class _PieceCache(dict):
         return ids
 
 # %% ../nbs/04_encoder.ipynb #2f3f1611
-_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
-
-class _NotCovered(Exception):
-    "Raised on the hot path when the pattern skipped a character; the caller builds the message."
-
 class Tokenizer:
     "A byte-level BPE tokenizer: encode text to ids and decode ids to text with a vocabulary and ordered merges."
     def __init__(self,
@@ -235,6 +230,8 @@ def __repr__(self: Tokenizer):
             f"special_tokens={list(self.special_tokens)})")
 
 # %% ../nbs/04_encoder.ipynb #b987146a
+_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
+
 @patch
 def _encode_piece(self: Tokenizer, piece: str) -> tuple[int, ...]:
     "The ids of one pre-token (a cache miss)."
@@ -255,6 +252,9 @@ _GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\t-\r
                          r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]+""")
 
 # %% ../nbs/04_encoder.ipynb #407fa496
+class _NotCovered(Exception):
+    "Raised on the hot path when the pattern skipped a character; the caller builds the message."
+
 @patch
 def _encode_ordinary(self: Tokenizer, text: str, out: list[int]):
     "Append the ids of `text` (where nothing is a special token) to `out`."
@@ -268,6 +268,11 @@ def _coverage_error(self: Tokenizer, text: str, base: int = 0) -> ValueError:
     "The error naming the first character of `text` that the pattern skips (`base`: the offset of `text`)."
     i = _first_uncovered(text, self.special_tokens, self.pattern)
     return _not_covered(self.pattern, text[i], f"index {base + i}")
+
+# %% ../nbs/04_encoder.ipynb #5c1e0a7d
+def _replace_surrogates(text: str) -> str:
+    "tiktoken's repair of text UTF-8 cannot encode: a surrogate pair becomes its character, a lone surrogate U+FFFD."
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 # %% ../nbs/04_encoder.ipynb #4ecf3013
 @patch
@@ -284,7 +289,7 @@ def _encode(self: Tokenizer, text: str,
             for i, part in enumerate(rx.split(text)):  # text, special, text, ...
                 if i & 1: out.append(specials[part])
                 elif part: self._encode_ordinary(part, out)
-    except UnicodeEncodeError: _check_utf8(text); raise
+    except UnicodeEncodeError: return self._encode(_replace_surrogates(text), rx, base)  # rare: only then repaired
     except _NotCovered: raise self._coverage_error(text, base) from None
     finally: self._trim_cache()
     return out
@@ -415,7 +420,8 @@ def explain(self: Tokenizer, text: str,  # the text to explain
     if allowed_special is not None or disallowed_special is not None:  # tiktoken's rules (see below)
         rx, bad = self._special_rules(allowed_special, disallowed_special)
         if bad is not None: _refuse_disallowed(text, bad)
-    _check_utf8(text)
+    try: text.encode("utf-8")
+    except UnicodeEncodeError: text = _replace_surrogates(text)  # as `encode` does
     out = []
     for i, part in enumerate(rx.split(text) if rx is not None else [text]):
         if i & 1: out.append(PieceExplanation(part.encode("utf-8"), [], [self.special_tokens[part]], True)); continue
@@ -581,15 +587,6 @@ def _n_workers(workers) -> int:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     return workers
 
-def _groups(texts: list[str], n: int) -> list[list[str]]:
-    "Cut `texts` into at most `n` contiguous groups of similar total length."
-    total, out, cur, size = sum(map(len, texts)), [], [], 0
-    for t in texts:
-        cur.append(t); size += len(t)
-        if size * n >= total * (len(out) + 1): out.append(cur); cur = []
-    if cur: out.append(cur)
-    return out
-
 # %% ../nbs/04_encoder.ipynb #102f783b
 @patch
 def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
@@ -608,23 +605,7 @@ def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
     n = _n_workers(workers if workers is not None else num_threads)
     if n < _BATCH_MIN_WORKERS or len(texts) < 2 or sum(map(len, texts)) < _BATCH_MIN_CHARS:
         return [self._encode(t, rx) for t in texts]
-    from bpe_nb.encoder import _encode_group as work  # by name from the package, so a worker can find it
-    out = []
-    with _pool(self, n) as ex:
-        for f in [ex.submit(work, None, g, allowed_special, disallowed_special) for g in _groups(texts, 4 * n)]:
-            flat, ends = f.result()
-            flat = flat.tolist()
-            out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
-    return out
-
-def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special
-                 ) -> tuple[np.ndarray, list[int]]:
-    "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
-    tok = tok or _WORKER_TOKENIZER
-    rx = tok._special_rules(allowed_special, disallowed_special)[0]
-    ids = [tok._encode(t, rx) for t in texts]
-    ends = np.cumsum([len(x) for x in ids]).tolist()
-    return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
+    return _encode_in_pool(self, texts, n, allowed_special, disallowed_special)  # engineering notes
 
 @patch
 def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences of token ids
@@ -634,9 +615,52 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
     "`decode` each sequence of ids."
     return [self.decode(ids, errors) for ids in batch]
 
-# %% ../nbs/04_encoder.ipynb #513ab541
+# %% ../nbs/04_encoder.ipynb #af97c79a
 _STREAM_BLOCK = 1 << 16  # characters gathered from the iterable before each encoding step
 
+def _encode_iterable(tok: Tokenizer, iterable: Iterable[str], allowed: frozenset, disallowed: frozenset
+                    ) -> Iterator[int]:
+    "Generator behind `Tokenizer.encode_iterable`: `allowed` special tokens are honoured, `disallowed` ones raise."
+    if isinstance(iterable, str): iterable = (iterable,)
+    specials = special_pattern(tuple(sorted(allowed))), max(map(len, allowed), default=0)
+    bad, keep = special_pattern(tuple(sorted(disallowed))), max(map(len, disallowed), default=1) - 1
+    tail, block, size, base = "", [], 0, 0  # base: characters of the stream before `tail`
+    seen, seen_at = "", 0  # the last `keep` characters searched for disallowed tokens, and where they start
+    def check(new: str):  # a disallowed token may straddle the seam: search the end of the old text too
+        nonlocal seen, seen_at
+        if bad is not None: _refuse_disallowed(seen + new, bad, seen_at)
+        both = seen + new
+        k = min(keep, len(both))
+        seen, seen_at = both[len(both) - k:], seen_at + len(both) - k
+    for item in iterable:
+        if not isinstance(item, str):
+            raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(item).__name__}")
+        block.append(item); size += len(item)
+        if size < max(_STREAM_BLOCK, len(tail)): continue  # a long tail waits for as much new text: linear
+        new = "".join(block); check(new)
+        text = tail + new
+        block.clear(); size = 0
+        try:
+            try: ids, cut = _encode_head(tok, text, specials)
+            except UnicodeEncodeError:  # repair as `encode` does; a high surrogate at the end may pair with what follows
+                text = _replace_surrogates(text[:-1]) + text[-1] if "\ud800" <= text[-1] <= "\udbff" else _replace_surrogates(text)
+                ids, cut = _encode_head(tok, text, specials)
+        except _NotCovered: raise tok._coverage_error(text, base) from None
+        finally: tok._trim_cache()
+        tail, base = text[cut:], base + cut
+        yield from ids
+    new = "".join(block); check(new)
+    yield from tok._encode(tail + new, specials[0], base)
+
+@patch
+def encode_iterable(self: Tokenizer, iterable: Iterable[str],  # e.g. an open text file: its lines
+                    *, allowed_special: str | Iterable[str] | None = None,  # as in `encode`
+                    disallowed_special: str | Iterable[str] | None = None  # as in `encode`; raises when reached
+                   ) -> Iterator[int]:
+    "Lazily encode a stream of strings in bounded memory, exactly as `encode` of their concatenation."
+    return _encode_iterable(self, iterable, *self._special_sets(allowed_special, disallowed_special))
+
+# %% ../nbs/04_encoder.ipynb #513ab541
 def _encode_head(tok: Tokenizer, text: str,
                  specials: tuple | None = None  # (regex, length of the longest) of the special tokens to honour; None: all
                 ) -> tuple[list[int], int]:
@@ -659,46 +683,6 @@ def _encode_head(tok: Tokenizer, text: str,
         tok._encode_ordinary(seg[:cut], out)
         start += cut
     return out, start
-
-# %% ../nbs/04_encoder.ipynb #af97c79a
-def _encode_iterable(tok: Tokenizer, iterable: Iterable[str], allowed: frozenset, disallowed: frozenset
-                    ) -> Iterator[int]:
-    "Generator behind `Tokenizer.encode_iterable`: `allowed` special tokens are honoured, `disallowed` ones raise."
-    if isinstance(iterable, str): iterable = (iterable,)
-    specials = special_pattern(tuple(sorted(allowed))), max(map(len, allowed), default=0)
-    bad, keep = special_pattern(tuple(sorted(disallowed))), max(map(len, disallowed), default=1) - 1
-    tail, block, size, base = "", [], 0, 0  # base: characters of the stream before `tail`
-    seen, seen_at = "", 0  # the last `keep` characters searched for disallowed tokens, and where they start
-    def check(new: str):  # a disallowed token may straddle the seam: search the end of the old text too
-        nonlocal seen, seen_at
-        if bad is not None: _refuse_disallowed(seen + new, bad, seen_at)
-        both = seen + new
-        k = min(keep, len(both))
-        seen, seen_at = both[len(both) - k:], seen_at + len(both) - k
-    for item in iterable:
-        if not isinstance(item, str):
-            raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(item).__name__}")
-        block.append(item); size += len(item)
-        if size < _STREAM_BLOCK: continue
-        new = "".join(block); check(new)
-        text = tail + new
-        block.clear(); size = 0
-        try: ids, cut = _encode_head(tok, text, specials)
-        except UnicodeEncodeError: _check_utf8(text); raise
-        except _NotCovered: raise tok._coverage_error(text, base) from None
-        finally: tok._trim_cache()
-        tail, base = text[cut:], base + cut
-        yield from ids
-    new = "".join(block); check(new)
-    yield from tok._encode(tail + new, specials[0], base)
-
-@patch
-def encode_iterable(self: Tokenizer, iterable: Iterable[str],  # e.g. an open text file: its lines
-                    *, allowed_special: str | Iterable[str] | None = None,  # as in `encode`
-                    disallowed_special: str | Iterable[str] | None = None  # as in `encode`; raises when reached
-                   ) -> Iterator[int]:
-    "Lazily encode a stream of strings in bounded memory, exactly as `encode` of their concatenation."
-    return _encode_iterable(self, iterable, *self._special_sets(allowed_special, disallowed_special))
 
 # %% ../nbs/04_encoder.ipynb #9fa21827
 @patch
@@ -729,6 +713,37 @@ def _pool(tok: Tokenizer, n: int):
     from bpe_nb.encoder import _init_worker as init  # by name from the package: the worker imports it
     forked = multiprocessing.get_start_method() == "fork"
     return ProcessPoolExecutor(n, initializer=init, initargs=(tok if forked else tok.__reduce__()[1][1:],))
+
+# %% ../nbs/04_encoder.ipynb #3f9c6b18
+def _groups(texts: list[str], n: int) -> list[list[str]]:
+    "Cut `texts` into at most `n` contiguous groups of similar total length."
+    total, out, cur, size = sum(map(len, texts)), [], [], 0
+    for t in texts:
+        cur.append(t); size += len(t)
+        if size * n >= total * (len(out) + 1): out.append(cur); cur = []
+    if cur: out.append(cur)
+    return out
+
+def _encode_in_pool(tok: Tokenizer, texts: list[str], n: int, allowed_special, disallowed_special
+                   ) -> list[list[int]]:
+    "`encode_batch` of a large batch: contiguous groups encoded by `n` processes, the ids back in order."
+    from bpe_nb.encoder import _encode_group as work  # by name from the package, so a worker can find it
+    out = []
+    with _pool(tok, n) as ex:
+        for f in [ex.submit(work, None, g, allowed_special, disallowed_special) for g in _groups(texts, 4 * n)]:
+            flat, ends = f.result()
+            flat = flat.tolist()
+            out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
+    return out
+
+def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special
+                 ) -> tuple[np.ndarray, list[int]]:
+    "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
+    tok = tok or _WORKER_TOKENIZER
+    rx = tok._special_rules(allowed_special, disallowed_special)[0]
+    ids = [tok._encode(t, rx) for t in texts]
+    ends = np.cumsum([len(x) for x in ids]).tolist()
+    return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 
 # %% ../nbs/04_encoder.ipynb #b5cc6fa3
 _FILE_MIN_RANGE = 1 << 20  # bytes: `encode_file` does not plan ranges smaller than this

@@ -344,11 +344,38 @@ def test_bad_pattern_and_types():
         Tokenizer(_byte_vocab(), []).encode(b"bytes")
 
 
-def test_lone_surrogate_is_a_clear_error(gpt2):
-    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 3"):
-        gpt2.encode("ok \ud800 no")
-    with pytest.raises(ValueError, match="lone surrogate"):
-        list(gpt2.encode_iterable(["ok ", "\ud800"]))
+SURROGATE_WORDS = ["\ud83d", "\ude00", "\ud83d\ude00", "\udfff", "\ud800", "\ud835\udc00", "\ud835", "\udc00",
+                   "\U0001d400", " ", "  ", "a", "b", "\n", "'s", "<|endo", "ftext|>", EOT, "\u4e2d"]
+surrogate_text = st.lists(st.sampled_from(SURROGATE_WORDS), max_size=30).map("".join)
+
+
+def test_surrogates_are_repaired_as_tiktoken_does(gpt2, reference):
+    "A lone surrogate becomes U+FFFD, a pair written as two code points its character: tiktoken's UTF-16 round trip."
+    for text in ["ok \ud800 no", "a\udfffb", "x\ud83d", "\ud83d\ude00", "\ude00\ud83d", "\ud835\udc00x \ud835"]:
+        expected = reference.encode(text, allowed_special="all")
+        assert gpt2.encode(text) == expected, text
+        assert gpt2.encode_ordinary(text) == reference.encode_ordinary(text)
+        assert gpt2.encode_batch([text, "plain"]) == [expected, reference.encode("plain")]
+        assert list(gpt2.encode_iterable([text])) == expected
+        assert [i for e in gpt2.explain(text) for i in e.ids] == expected
+    assert gpt2.encode("\ud83d\ude00") == gpt2.encode("\U0001f600")  # the pair is the astral character
+    assert gpt2.encode("a\udfffb") == gpt2.encode("a\ufffdb")  # a lone one is U+FFFD
+
+
+@settings(max_examples=300, deadline=None)
+@given(surrogate_text, st.lists(st.integers(0, 60), max_size=10), st.integers(1, 20))
+def test_surrogates_equal_tiktoken_in_every_entry_point(gpt2, reference, text, cuts, block):
+    "encode, encode_ordinary, encode_batch and encode_iterable (any chunking: a pair may be split between items)."
+    expected = reference.encode(text, allowed_special="all")
+    assert gpt2.encode(text) == expected
+    assert gpt2.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert gpt2.encode_batch([text, text[::-1]]) == [expected, reference.encode(text[::-1], allowed_special="all")]
+    saved = encoder._STREAM_BLOCK
+    encoder._STREAM_BLOCK = block
+    try:
+        assert list(gpt2.encode_iterable(_split(text, cuts))) == expected
+        assert list(gpt2.encode_iterable(_split(text, cuts), disallowed_special=())) == reference.encode_ordinary(text)
+    finally: encoder._STREAM_BLOCK = saved
 
 
 # ---------------------------------------------------------------- decoding
@@ -483,6 +510,33 @@ def test_encode_iterable_memory_does_not_grow_with_the_input(gpt2):
     finally: tracemalloc.stop()
     assert n > 1_000_000
     assert peak < 8 * 2**20, f"peak traced memory {peak / 2**20:.1f} MiB while streaming 6 MB"
+
+
+def test_encode_iterable_is_linear_on_a_run_without_safe_spaces(monkeypatch):
+    "4M spaces in 8 KiB items: each character is searched for a safe space a bounded number of times, not once per block."
+    tok, n = Tokenizer(_byte_vocab(), []), 4 * 2**20
+    searched, heads = [], []
+    def counting_search(text, end=None):
+        searched.append(len(text) if end is None else end)
+        return last_safe_space(text, end)
+    def counting_head(tok, text, specials=None):
+        heads.append(len(text))
+        return encode_head(tok, text, specials)
+    last_safe_space, encode_head = encoder._last_safe_space, encoder._encode_head
+    monkeypatch.setattr(encoder, "_last_safe_space", counting_search)
+    monkeypatch.setattr(encoder, "_encode_head", counting_head)
+    ids = list(tok.encode_iterable(" " * 8192 for _ in range(n // 8192)))
+    assert ids == [32] * n
+    assert len(heads) >= 5  # the stream did work in steps (a block is 64 K characters)
+    assert sum(heads) <= 3 * n and sum(searched) <= 3 * n, (sum(heads) / n, sum(searched) / n)
+
+
+def test_the_backward_safe_space_search_agrees_with_str_isspace():
+    "`_last_safe_space` searches with a regex class: over all of Unicode it is exactly `not str.isspace()`."
+    from bpe_nb.chunking import _last_safe_space
+    for c in map(chr, range(0x110000)):
+        assert (_last_safe_space(c + " ") == 1) == (not c.isspace()), hex(ord(c))
+    assert _last_safe_space("a  b  ", end=4) == 1 and _last_safe_space("a  b  ", end=5) == 4 and _last_safe_space("x" + " " * 100_000) == 1
 
 
 # ---------------------------------------------------------------- encode_file
@@ -995,8 +1049,7 @@ def test_explain_shapes_and_format(gpt2):
     with pytest.raises(ValueError, match="disallowed special token"):
         gpt2.explain(EOT, allowed_special=set())
     assert [e.piece for e in gpt2.explain(EOT, disallowed_special=())] == [b"<|", b"endoftext", b"|>"]
-    with pytest.raises(ValueError, match="surrogate|UTF-8"):
-        gpt2.explain("a\ud800")
+    assert [e.piece for e in gpt2.explain("a\ud800")] == [b"a", "\ufffd".encode()]  # repaired as in `encode`
 
 
 def test_explain_long_piece_uses_the_heap(gpt2):
@@ -1120,6 +1173,20 @@ def test_real_encodings_stream_exactly(real_pair, text, cuts, block):
     finally: encoder._STREAM_BLOCK = saved
     assert got == reference.encode(text, allowed_special="all")
     assert ordinary == reference.encode(text, disallowed_special=())
+
+
+def test_real_encodings_repair_surrogates_as_tiktoken(real_pair):
+    ours, reference = real_pair
+    texts = ["a\udfffb", "x\ud83d", "\ud83d\ude00", "\ude00\ud83d", "say \ud83d\ude00 \udfff<|endoftext|>\ud835\udc00BC"]
+    if ours.pattern == CL100K_PATTERN:  # the values the reviewer measured with tiktoken
+        assert ours.encode("a\udfffb") == [64, 5809, 65] and ours.encode_ordinary("x\ud83d") == [87, 5809]
+    for text in texts:
+        assert ours.encode(text) == reference.encode(text, allowed_special="all")
+        assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+        assert ours.encode(text, disallowed_special=()) == reference.encode(text, disallowed_special=())
+        assert ours.encode_batch([text], allowed_special="all") == reference.encode_batch([text], allowed_special="all")
+        for cut in range(len(text) + 1):
+            assert list(ours.encode_iterable([text[:cut], text[cut:]])) == reference.encode(text, allowed_special="all")
 
 
 def test_real_encodings_sample_batches_and_lookups(real_pair):
