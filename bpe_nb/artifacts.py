@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import sys
+import zlib
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -248,7 +249,16 @@ def _fsync_dir(directory: Path):
 
 # %% ../nbs/05_artifacts.ipynb #68778c5f
 TEMP_NAME = regex.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.(?P<random>[0-9a-f]{8})\.tmp")
-"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 characters)."
+"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 bytes of UTF-8)."
+
+def _cut_name(name: str, n: int = 200) -> str:
+    "`name` cut to at most `n` bytes of UTF-8 without splitting a character: file names are limited in bytes (255)."
+    out, size = [], 0
+    for ch in name:
+        size += len(ch.encode("utf-8", "surrogatepass"))
+        if size > n: break
+        out.append(ch)
+    return "".join(out)
 
 def open_temp(target,  # the file that the temporary file will replace (it is created beside it)
               mode: int = 0o666  # permission bits of the new file (minus the umask)
@@ -257,7 +267,7 @@ def open_temp(target,  # the file that the temporary file will replace (it is cr
     target = Path(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
     for _ in range(100):  # a clash of 32 random bits is rare; 100 in a row means something else is wrong
-        tmp = target.with_name(f".{target.name[:200]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{_cut_name(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try: return os.open(tmp, flags, mode), tmp
         except FileExistsError: continue
     raise FileExistsError(f"could not create a unique temporary file beside {target}")
@@ -670,6 +680,8 @@ def _hf_specials(added, bad) -> dict[str, int]:
         except ValueError as e: raise bad(str(e)) from None
         if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
             raise bad(f"added token {_short(t['content'])} must be special, without lstrip/rstrip/single_word")
+        try: _check_text("added token", t["content"])
+        except ValueError as e: raise bad(str(e)) from None
         if t["content"] in specials: raise bad(f"added token {_short(t['content'])} is listed twice")
         specials[t["content"]] = t["id"]
     _check_special_count(specials, bad)
@@ -796,7 +808,7 @@ def _ranks_bytes(path: Path) -> bytes:
             with (gzip.GzipFile(fileobj=f) if gz else f) as g: data = g.read(MAX_RANKS_BYTES + 1)
     except FileNotFoundError: raise ArtifactError(path, "no such file") from None
     except IsADirectoryError: raise ArtifactError(path, "is a directory, not a file") from None
-    except (OSError, EOFError, gzip.BadGzipFile, ValueError) as e:
+    except (OSError, EOFError, zlib.error, ValueError) as e:
         raise ArtifactError(path, f"cannot be read{' as gzip' if gz else ''}: {getattr(e, 'strerror', None) or e}") from None
     if len(data) > MAX_RANKS_BYTES:
         raise ArtifactError(path, f"holds more than {MAX_RANKS_BYTES:,} bytes{' (gunzipped)' if gz else ''}: "

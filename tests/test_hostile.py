@@ -276,6 +276,26 @@ def test_gzip_bomb_is_refused(tmp_path):
     assert_refused(run_child("load_encoding", "cl100k_base", bomb, memory=1 << 30), bomb, "more than")
 
 
+def test_a_surrogate_added_token_is_refused(files):
+    "JSON can spell a lone surrogate (\\ud800), which no UTF-8 text holds: an HF added token made of one is refused."
+    hf = files["hf"]
+    text = hf.read_text(encoding="utf-8")
+    assert f'"content": "{EOT}"' in text
+    hf.write_text(text.replace(f'"content": "{EOT}"', '"content": "\\ud800"'), encoding="utf-8")
+    assert_refused(run_child("load_hf", hf, timeout=10, memory=1 << 30), hf, "added token", "not valid Unicode")
+
+
+def test_a_corrupt_gzip_ranks_file_is_refused(tmp_path):
+    "A gzip file with a damaged body (zlib.error) or cut short (EOFError) is an ArtifactError naming it."
+    raw = b"".join(base64.b64encode(bytes([x])) + b" %d\n" % x for x in range(256))
+    g = gzip.compress(raw)
+    damaged, cut = tmp_path / "damaged.tiktoken.gz", tmp_path / "cut.tiktoken.gz"
+    damaged.write_bytes(g[:20] + b"\xff" * 50 + g[70:])
+    cut.write_bytes(g[: len(g) // 2])
+    for bad in (damaged, cut):
+        assert_refused(run_child("load_encoding", "gpt2", bad, timeout=10, memory=1 << 30), bad, "cannot be read as gzip")
+
+
 # ---------------------------------------------------------------- 3. writes: unique O_EXCL temporary files
 
 def test_writers_never_follow_a_planted_link(tmp_path):
@@ -301,6 +321,18 @@ def test_encode_file_never_follows_a_planted_link(tmp_path):
         pytest.xfail("encode_file still writes through the fixed name OUT.partial (the encoder's part of 14.3)")
     result = run_child("encode_file_through_planted_link", tmp_path)
     assert result["victim"] == "precious" and result["n"] > 0, result
+
+
+def test_a_long_non_ascii_target_name_is_cut_by_bytes(tmp_path):
+    "A file name may hold 255 bytes, not 255 characters: the temporary name is cut in UTF-8 bytes, whole characters."
+    name = "日" * 83 + ".json"  # 254 bytes: a legal name, whose temporary name must still fit
+    model = train_naive(count_pretokens("low lower lowest newer wider"), 270, [EOT], progress=False)
+    path = save(model, tmp_path / name)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert artifacts.load(path).encode("low") == encoder.Tokenizer.from_model(model).encode("low")
+    fd, tmp = artifacts.open_temp(tmp_path / name)
+    os.close(fd)
+    assert len(tmp.name.encode("utf-8")) <= 255 and TEMP_NAME.fullmatch(tmp.name)["target"] == "日" * 66
 
 
 def test_sigkill_during_save_keeps_the_old_file_and_leaves_a_recognisable_temp(tmp_path):
