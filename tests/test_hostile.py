@@ -377,6 +377,58 @@ def test_long_tokens_import_quickly(tmp_path):
     assert_refused(result, ranks, "is not two lower-ranked tokens merged")
 
 
+def test_a_token_over_the_length_cap_is_refused_before_it_costs_memory(tmp_path):
+    "One long token would cost ~90 bytes of memory per byte while its merge is recovered: refused while reading."
+    ranks = _ranks_dir(tmp_path / "long", [b"ab" * (artifacts.MAX_RANK_TOKEN_BYTES // 2 + 1)]) / "x.tiktoken"
+    result = run_child("load_tiktoken", ranks.parent, timeout=10, memory=1 << 30)
+    assert_refused(result, ranks, "line 257 holds a token of over 65,536 bytes")
+    huge = tmp_path / "huge.tiktoken"  # the reviewer's case: 20 MB in one token, refused by the file size first
+    huge.write_bytes(ranks.read_bytes().replace(b" 256\n", b"") + base64.b64encode(b"ab" * 10_000_000) + b" 256\n")
+    assert_refused(run_child("load_encoding", "gpt2", huge, timeout=10, memory=1 << 30), huge, "more than")
+
+
+def test_many_long_tokens_are_refused(tmp_path):
+    "Tokens over 64 bytes may hold MAX_LONG_TOKENS_BYTES in all: a chain a, aa, aaa, ... beyond it is refused."
+    chain = [b"a" * k for k in range(2, 1600)]  # 1.2 MB in tokens of over 64 bytes, each one valid
+    ranks = _ranks_dir(tmp_path / "chain", chain) / "x.tiktoken"
+    assert_refused(run_child("load_tiktoken", ranks.parent, timeout=10, memory=1 << 30), ranks, "over 64 bytes hold more than")
+
+
+def _short_tokens(n: int) -> list[bytes]:
+    "`n` distinct tokens of two, then three bytes (each two lower-ranked tokens merged)."
+    out = [bytes([a, b]) for a in range(256) for b in range(256)]
+    out += [bytes([a, b, c]) for a in range(256) for b in range(256) for c in range(256) if len(out) < n][: n - len(out)]
+    return out[:n]
+
+
+def test_too_many_ranks_are_refused(tmp_path):
+    ranks = _ranks_dir(tmp_path / "many", _short_tokens(artifacts.MAX_RANKS - 255)) / "x.tiktoken"
+    assert_refused(run_child("load_tiktoken", ranks.parent, timeout=20, memory=1 << 30), ranks,
+                   f"more than {artifacts.MAX_RANKS:,} ranks")
+
+
+def test_the_most_ranks_accepted_import_in_bounded_memory(tmp_path):
+    "The largest count of ranks accepted (MAX_RANKS) imports under a 1 GiB address-space limit."
+    d = _ranks_dir(tmp_path / "most", _short_tokens(artifacts.MAX_RANKS - 256))
+    result = run_child("load_tiktoken", d, timeout=60, memory=1 << 30)
+    assert result.get("vocab_size") == artifacts.MAX_RANKS, result
+
+
+def test_json_files_are_capped_in_size_and_kind(files, tmp_path):
+    "A JSON file over MAX_JSON_BYTES, or a device, is refused before parsing; the largest accepted one parses in < 1 GiB."
+    native = files["native"]
+    text = native.read_text(encoding="utf-8")
+    assert '"merges": [\n' in text
+    n = (artifacts.MAX_JSON_BYTES - len(text)) // 3 - 10  # empty arrays: the most parsed memory per byte of JSON
+    bomb = tmp_path / "bomb.json"
+    bomb.write_text(text.replace('"merges": [\n', '"merges": [\n' + "[]," * n), encoding="utf-8")
+    assert bomb.stat().st_size <= artifacts.MAX_JSON_BYTES
+    assert_refused(run_child("load_native", bomb, memory=1 << 30), bomb, "merge 0 must be [left, right, new]")
+    bomb.write_text(text.replace('"merges": [\n', '"merges": [\n' + "[]," * (n + 200_000)), encoding="utf-8")
+    assert_refused(run_child("load_native", bomb, timeout=10, memory=1 << 30), bomb, "16,777,216 bytes")
+    assert_refused(run_child("load_native", "/dev/zero", timeout=10, memory=1 << 30), Path("/dev/zero"), "not a regular file")
+
+
 # ---------------------------------------------------------------- 5. overlapping special tokens in tiktoken files
 
 def test_overlapping_special_tokens_are_refused(tmp_path):
