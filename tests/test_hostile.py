@@ -441,6 +441,49 @@ def test_overlapping_special_tokens_are_refused(tmp_path):
     assert_refused(result, d2 / "x.json", "overlap")
 
 
+# ---------------------------------------------------------------- 6. many special tokens cost no time per token
+
+def encode_seconds(path, text_len):
+    "Load the native file `path` and time the encoding of `text_len` a's."
+    tok = artifacts.load(path)
+    t0 = time.monotonic()
+    ids = tok.encode("a" * text_len)
+    return {"seconds": time.monotonic() - t0, "n": len(ids)}
+
+
+def test_many_special_tokens_do_not_slow_encoding(tmp_path):
+    "9,999 special tokens that share a prefix with the text: a plain alternation tried each at every character."
+    tok = encoder.Tokenizer({i: bytes([i]) for i in range(256)}, [],
+                            {f"aaaaaa{i:04d}": 256 + i for i in range(artifacts.MAX_SPECIAL_TOKENS - 1)})
+    path = save(tok, tmp_path / "specials.json")
+    result = run_child("encode_seconds", path, 100_000, timeout=30, memory=1 << 30)
+    assert result["n"] == 100_000 and result["seconds"] < 1.5, result  # the plain alternation took 5-11 s
+
+
+def _plain_alternation(tokens):
+    import regex
+    ordered = sorted(set(tokens), key=lambda s: (-len(s), s))
+    return regex.compile("(" + "|".join(regex.escape(s) for s in ordered) + ")")
+
+
+def test_special_pattern_matches_like_the_longest_first_alternation():
+    "The trie-shaped special-token regex splits every text as the plain longest-first alternation does."
+    import random
+    from bpe_nb.pretokenize import special_pattern
+    rnd = random.Random(14)
+    for trial in range(400):
+        alphabet = ["a", "b", "<|", "|>", ".", "日", "\\", "("][: 2 + trial % 7]
+        tokens = tuple({"".join(rnd.choices(alphabet, k=rnd.randint(1, 6))) for _ in range(rnd.randint(1, 12))})
+        ours, plain = special_pattern(tokens), _plain_alternation(tokens)
+        for _ in range(10):
+            text = "".join(rnd.choices(alphabet + ["c", " "], k=rnd.randint(0, 40)))
+            assert ours.split(text) == plain.split(text), (tokens, text, ours.pattern)
+    nested = tuple("a" * k for k in range(1, 120)) + tuple("a" * k + "b" for k in range(0, 120, 3))  # deeper than the trie
+    ours, plain = special_pattern(nested), _plain_alternation(nested)
+    for text in ("a" * 300, "a" * 130 + "b" + "a" * 50 + "b", "ba" * 40, "a" * 61 + "c" + "a" * 119 + "b"):
+        assert ours.split(text) == plain.split(text), text
+
+
 # ---------------------------------------------------------------- 8. the fuzzer
 
 HOSTILE_VALUES = [10**12, -1, 2**31, 2**31 - 1, 0, 255, 256, "x", "", None, True, 1.5, [], {}, [1, 2, 3],
