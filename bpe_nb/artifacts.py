@@ -12,7 +12,9 @@ import heapq
 import json
 import os
 import secrets
+import stat
 import sys
+import zlib
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,10 +22,11 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['MAX_ID', 'MAX_SPECIAL_TOKENS', 'MAX_SPECIAL_CHARS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION', 'TEMP_NAME',
-           'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record',
-           'training_record', 'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model',
-           'import_gpt2', 'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks',
-           'export_tiktoken', 'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
+           'MAX_JSON_BYTES', 'TRUSTED_PATTERNS', 'MAX_RANKS_BYTES', 'MAX_RANKS', 'MAX_RANK_TOKEN_BYTES',
+           'MAX_LONG_TOKENS_BYTES', 'ENCODINGS', 'ArtifactError', 'id_layout', 'corpus_record', 'training_record',
+           'native_text', 'open_temp', 'atomic_write', 'save', 'read_json', 'load', 'load_model', 'import_gpt2',
+           'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken',
+           'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -248,7 +251,16 @@ def _fsync_dir(directory: Path):
 
 # %% ../nbs/05_artifacts.ipynb #68778c5f
 TEMP_NAME = regex.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.(?P<random>[0-9a-f]{8})\.tmp")
-"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 characters)."
+"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 bytes of UTF-8)."
+
+def _cut_name(name: str, n: int = 200) -> str:
+    "`name` cut to at most `n` bytes of UTF-8 without splitting a character: file names are limited in bytes (255)."
+    out, size = [], 0
+    for ch in name:
+        size += len(ch.encode("utf-8", "surrogatepass"))
+        if size > n: break
+        out.append(ch)
+    return "".join(out)
 
 def open_temp(target,  # the file that the temporary file will replace (it is created beside it)
               mode: int = 0o666  # permission bits of the new file (minus the umask)
@@ -257,7 +269,7 @@ def open_temp(target,  # the file that the temporary file will replace (it is cr
     target = Path(target)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
     for _ in range(100):  # a clash of 32 random bits is rare; 100 in a row means something else is wrong
-        tmp = target.with_name(f".{target.name[:200]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{_cut_name(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try: return os.open(tmp, flags, mode), tmp
         except FileExistsError: continue
     raise FileExistsError(f"could not create a unique temporary file beside {target}")
@@ -322,14 +334,27 @@ def _parse_constant(s: str):
     "`json.loads`'s hook for `NaN` and `Infinity`, which are not JSON."
     raise _LongNumber(f"holds {s}, which is not a JSON number")
 
-def read_json(path  # the file to read
-             ):
-    "Parse the JSON file `path`; any problem (missing, unreadable, not UTF-8, not JSON, truncated) is an `ArtifactError`."
-    path = Path(path)
-    try: raw = path.read_bytes()
+MAX_JSON_BYTES = 16 << 20
+"The largest JSON file the readers parse: 16 MiB, 1.7 times o200k's `tokenizer.json` (9.7 MB). Parsed JSON takes up to ~25 times its size in memory."
+
+def _read_capped(path: Path, cap: int) -> bytes:
+    "The bytes of the regular file `path`, at most `cap + 1` of them; a missing or special file is an `ArtifactError`."
+    try:
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode): raise ArtifactError(path, "is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode): raise ArtifactError(path, "is not a regular file (a device, a pipe, a socket)")
+        with open(path, "rb") as f: return f.read(cap + 1)
     except FileNotFoundError: raise ArtifactError(path, "no such file") from None
     except IsADirectoryError: raise ArtifactError(path, "is a directory, not a file") from None
-    except OSError as e: raise ArtifactError(path, f"cannot be read: {e.strerror or e}") from e
+    except OSError as e: raise ArtifactError(path, f"cannot be read: {e.strerror or e}") from None
+
+def read_json(path  # the file to read
+             ):
+    "Parse the JSON file `path`; any problem (missing, too large, not UTF-8, not JSON, truncated) is an `ArtifactError`."
+    path = Path(path)
+    raw = _read_capped(path, MAX_JSON_BYTES)
+    if len(raw) > MAX_JSON_BYTES:
+        raise ArtifactError(path, f"holds more than {MAX_JSON_BYTES:,} bytes: far more than any real tokenizer file; refused")
     if not raw.strip(): raise ArtifactError(path, "is empty")
     try: text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -342,6 +367,7 @@ def read_json(path  # the file to read
         raise ArtifactError(path, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except _LongNumber as e: raise ArtifactError(path, str(e)) from None
     except RecursionError: raise ArtifactError(path, "is not usable JSON: nested too deeply") from None
+    except MemoryError: raise ArtifactError(path, "does not fit in the memory available once parsed") from None
     except ValueError as e:
         if m := _INT_LIMIT.search(str(e)):
             raise ArtifactError(path, f"holds an integer of {int(m[1]):,} digits: no id, size or count needs "
@@ -670,6 +696,8 @@ def _hf_specials(added, bad) -> dict[str, int]:
         except ValueError as e: raise bad(str(e)) from None
         if not t.get("special") or t.get("lstrip") or t.get("rstrip") or t.get("single_word"):
             raise bad(f"added token {_short(t['content'])} must be special, without lstrip/rstrip/single_word")
+        try: _check_text("added token", t["content"])
+        except ValueError as e: raise bad(str(e)) from None
         if t["content"] in specials: raise bad(f"added token {_short(t['content'])} is listed twice")
         specials[t["content"]] = t["id"]
     _check_special_count(specials, bad)
@@ -783,8 +811,15 @@ def export_tiktoken(obj,  # a `BPEModel` or a `Tokenizer`
             atomic_write(out_dir / f"{name}.json", (json.dumps(meta, ensure_ascii=False, indent=1) + "\n").encode("utf-8")))
 
 # %% ../nbs/05_artifacts.ipynb #36886c38
-MAX_RANKS_BYTES = 1 << 25
-"The largest `.tiktoken` ranks file `read_ranks` reads (after gunzip): 32 MiB, nine times o200k's 3.6 MB."
+MAX_RANKS_BYTES = 6 << 20
+"The largest `.tiktoken` ranks file `read_ranks` reads (after gunzip): 6 MiB, 1.7 times o200k's 3.6 MB."
+MAX_RANKS = 300_000
+"The most ranks (lines) a `.tiktoken` file may hold: 1.5 times o200k's 199,998. Each costs time and memory to import."
+MAX_RANK_TOKEN_BYTES = 1 << 16
+"The longest token a `.tiktoken` file may hold: 64 KiB, 512 times the longest of cl100k and o200k (128 bytes)."
+MAX_LONG_TOKENS_BYTES = 1 << 20
+"The bytes that the tokens of over 64 bytes in a `.tiktoken` file may hold together: 1 MiB (o200k: 85 tokens, 6,585 bytes)."
+_MAX_B64 = 4 * -(-MAX_RANK_TOKEN_BYTES // 3)  # the base64 length of a token of MAX_RANK_TOKEN_BYTES bytes
 
 def _ranks_bytes(path: Path) -> bytes:
     "The text of a ranks file, gunzipped if it is gzip; too long, unreadable or a broken gzip is an `ArtifactError`."
@@ -796,7 +831,7 @@ def _ranks_bytes(path: Path) -> bytes:
             with (gzip.GzipFile(fileobj=f) if gz else f) as g: data = g.read(MAX_RANKS_BYTES + 1)
     except FileNotFoundError: raise ArtifactError(path, "no such file") from None
     except IsADirectoryError: raise ArtifactError(path, "is a directory, not a file") from None
-    except (OSError, EOFError, gzip.BadGzipFile, ValueError) as e:
+    except (OSError, EOFError, zlib.error, ValueError) as e:
         raise ArtifactError(path, f"cannot be read{' as gzip' if gz else ''}: {getattr(e, 'strerror', None) or e}") from None
     if len(data) > MAX_RANKS_BYTES:
         raise ArtifactError(path, f"holds more than {MAX_RANKS_BYTES:,} bytes{' (gunzipped)' if gz else ''}: "
@@ -807,18 +842,27 @@ def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), 
               ) -> dict[bytes, int]:
     "tiktoken's `mergeable_ranks` from a `.tiktoken` file, every line checked; any problem is an `ArtifactError`."
     path = Path(path)
-    ranks, lines = {}, {}  # token -> rank, rank -> line number
+    ranks, lines, long_bytes = {}, {}, 0  # token -> rank, rank -> line number; the bytes of tokens over 64 bytes
+    def too_long(n): return ArtifactError(path, f"line {n} holds a token of over {MAX_RANK_TOKEN_BYTES:,} bytes, "
+                                                "more than bpe_nb accepts (recovering its merge costs memory per byte)")
     for n, line in enumerate(_ranks_bytes(path).splitlines(), 1):
         if not line: continue  # tiktoken skips empty lines too
         parts = line.split()
+        if parts and len(parts[0]) > _MAX_B64: raise too_long(n)  # before decoding: refused cheaply
+        if len(ranks) == MAX_RANKS:
+            raise ArtifactError(path, f"holds more than {MAX_RANKS:,} ranks: far more than any real encoding; refused")
         try:
             if len(parts) != 2 or not parts[1].isdigit() or len(parts[1]) > 10: raise ValueError
             tok, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
             if not tok: raise ValueError
         except ValueError: raise ArtifactError(path, f"line {n} is not 'base64 rank': {_short(line, 60)}") from None
+        if len(tok) > MAX_RANK_TOKEN_BYTES: raise too_long(n)
         if rank > MAX_ID: raise ArtifactError(path, f"line {n}: rank {rank:,} is above the largest id {MAX_ID:,}")
         if tok in ranks: raise ArtifactError(path, f"line {n} repeats the token {_short(tok)} (rank {ranks[tok]})")
         if rank in lines: raise ArtifactError(path, f"line {n} repeats rank {rank} (line {lines[rank]})")
+        if len(tok) > 64 and (long_bytes := long_bytes + len(tok)) > MAX_LONG_TOKENS_BYTES:
+            raise ArtifactError(path, f"line {n}: its tokens of over 64 bytes hold more than {MAX_LONG_TOKENS_BYTES:,} "
+                                      "bytes in all: recovering their merges costs time per byte; refused")
         ranks[tok], lines[rank] = rank, n
     return ranks
 

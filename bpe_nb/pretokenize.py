@@ -72,15 +72,50 @@ def pretokenize(text: str,  # the text to cut (no special-token handling here)
     except UnicodeEncodeError: _check_utf8(text); raise
 
 # %% ../nbs/00_pretokenize.ipynb #dd174d48
+_TRIE_DEPTH = 50  # nested groups in a special-token regex at most; a deeper branch is a plain longest-first alternation
+
+def _special_alternation(toks: set[str]) -> str:
+    "A regex for `toks` that matches the longest one at each position, as a trie of common prefixes."
+    # A plain alternation `t1|t2|...` makes the regex engine try every token at every position of the text
+    # (10,000 tokens: 10,000 attempts per character). The trie tries one branch per character instead:
+    # the branches of a node start with distinct characters, and a node where a token ends is optional
+    # `(?:...)?`, tried after its longer continuations, so the first match found is the longest.
+    root: dict = {}
+    for s in toks:
+        node = root
+        for ch in s: node = node.setdefault(ch, {})
+        node[""] = {}  # a token ends here
+    def flat(node) -> str:  # the suffixes under `node`, longest first (the empty one last): for deep branches
+        sufs, stack = [], [(node, "")]
+        while stack:
+            n, pre = stack.pop()
+            for ch, child in n.items():
+                if ch: stack.append((child, pre + ch))
+                else: sufs.append(pre)
+        return "(?:" + "|".join(regex.escape(s) for s in sorted(sufs, key=lambda s: (-len(s), s))) + ")"
+    def emit(node, depth: int) -> str:
+        if depth >= _TRIE_DEPTH: return flat(node)
+        alts = []
+        for ch, child in sorted(node.items()):
+            if not ch: continue
+            lit = regex.escape(ch)
+            while len(child) == 1 and "" not in child:  # a run without branches or ends: one literal
+                (c, child), = child.items()
+                lit += regex.escape(c)
+            alts.append(lit + emit(child, depth + 1))
+        if not alts: return ""  # a leaf: the token ends here
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+    return emit(root, 0)
+
 @lru_cache(maxsize=256)
 def special_pattern(special_tokens: tuple[str, ...]  # the special tokens, any order
                    ) -> regex.Pattern | None:
-    "A compiled alternation of `special_tokens`, longest first, in one capturing group (`None` if empty)."
+    "A compiled regex of `special_tokens`, the longest first where several match, in one capturing group (`None` if empty)."
     if any(not isinstance(s, str) or not s for s in special_tokens):
         raise ValueError(f"special tokens must be non-empty strings, got {special_tokens!r}")
     if not special_tokens: return None
-    toks = sorted(set(special_tokens), key=lambda s: (-len(s), s))
-    return regex.compile("(" + "|".join(regex.escape(s) for s in toks) + ")")
+    return regex.compile("(" + _special_alternation(set(special_tokens)) + ")")
 
 # %% ../nbs/00_pretokenize.ipynb #e005ca1d
 def split_special(text: str,  # the text to split

@@ -276,6 +276,26 @@ def test_gzip_bomb_is_refused(tmp_path):
     assert_refused(run_child("load_encoding", "cl100k_base", bomb, memory=1 << 30), bomb, "more than")
 
 
+def test_a_surrogate_added_token_is_refused(files):
+    "JSON can spell a lone surrogate (\\ud800), which no UTF-8 text holds: an HF added token made of one is refused."
+    hf = files["hf"]
+    text = hf.read_text(encoding="utf-8")
+    assert f'"content": "{EOT}"' in text
+    hf.write_text(text.replace(f'"content": "{EOT}"', '"content": "\\ud800"'), encoding="utf-8")
+    assert_refused(run_child("load_hf", hf, timeout=10, memory=1 << 30), hf, "added token", "not valid Unicode")
+
+
+def test_a_corrupt_gzip_ranks_file_is_refused(tmp_path):
+    "A gzip file with a damaged body (zlib.error) or cut short (EOFError) is an ArtifactError naming it."
+    raw = b"".join(base64.b64encode(bytes([x])) + b" %d\n" % x for x in range(256))
+    g = gzip.compress(raw)
+    damaged, cut = tmp_path / "damaged.tiktoken.gz", tmp_path / "cut.tiktoken.gz"
+    damaged.write_bytes(g[:20] + b"\xff" * 50 + g[70:])
+    cut.write_bytes(g[: len(g) // 2])
+    for bad in (damaged, cut):
+        assert_refused(run_child("load_encoding", "gpt2", bad, timeout=10, memory=1 << 30), bad, "cannot be read as gzip")
+
+
 # ---------------------------------------------------------------- 3. writes: unique O_EXCL temporary files
 
 def test_writers_never_follow_a_planted_link(tmp_path):
@@ -301,6 +321,18 @@ def test_encode_file_never_follows_a_planted_link(tmp_path):
         pytest.xfail("encode_file still writes through the fixed name OUT.partial (the encoder's part of 14.3)")
     result = run_child("encode_file_through_planted_link", tmp_path)
     assert result["victim"] == "precious" and result["n"] > 0, result
+
+
+def test_a_long_non_ascii_target_name_is_cut_by_bytes(tmp_path):
+    "A file name may hold 255 bytes, not 255 characters: the temporary name is cut in UTF-8 bytes, whole characters."
+    name = "日" * 83 + ".json"  # 254 bytes: a legal name, whose temporary name must still fit
+    model = train_naive(count_pretokens("low lower lowest newer wider"), 270, [EOT], progress=False)
+    path = save(model, tmp_path / name)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert artifacts.load(path).encode("low") == encoder.Tokenizer.from_model(model).encode("low")
+    fd, tmp = artifacts.open_temp(tmp_path / name)
+    os.close(fd)
+    assert len(tmp.name.encode("utf-8")) <= 255 and TEMP_NAME.fullmatch(tmp.name)["target"] == "日" * 66
 
 
 def test_sigkill_during_save_keeps_the_old_file_and_leaves_a_recognisable_temp(tmp_path):
@@ -345,6 +377,58 @@ def test_long_tokens_import_quickly(tmp_path):
     assert_refused(result, ranks, "is not two lower-ranked tokens merged")
 
 
+def test_a_token_over_the_length_cap_is_refused_before_it_costs_memory(tmp_path):
+    "One long token would cost ~90 bytes of memory per byte while its merge is recovered: refused while reading."
+    ranks = _ranks_dir(tmp_path / "long", [b"ab" * (artifacts.MAX_RANK_TOKEN_BYTES // 2 + 1)]) / "x.tiktoken"
+    result = run_child("load_tiktoken", ranks.parent, timeout=10, memory=1 << 30)
+    assert_refused(result, ranks, "line 257 holds a token of over 65,536 bytes")
+    huge = tmp_path / "huge.tiktoken"  # the reviewer's case: 20 MB in one token, refused by the file size first
+    huge.write_bytes(ranks.read_bytes().replace(b" 256\n", b"") + base64.b64encode(b"ab" * 10_000_000) + b" 256\n")
+    assert_refused(run_child("load_encoding", "gpt2", huge, timeout=10, memory=1 << 30), huge, "more than")
+
+
+def test_many_long_tokens_are_refused(tmp_path):
+    "Tokens over 64 bytes may hold MAX_LONG_TOKENS_BYTES in all: a chain a, aa, aaa, ... beyond it is refused."
+    chain = [b"a" * k for k in range(2, 1600)]  # 1.2 MB in tokens of over 64 bytes, each one valid
+    ranks = _ranks_dir(tmp_path / "chain", chain) / "x.tiktoken"
+    assert_refused(run_child("load_tiktoken", ranks.parent, timeout=10, memory=1 << 30), ranks, "over 64 bytes hold more than")
+
+
+def _short_tokens(n: int) -> list[bytes]:
+    "`n` distinct tokens of two, then three bytes (each two lower-ranked tokens merged)."
+    out = [bytes([a, b]) for a in range(256) for b in range(256)]
+    out += [bytes([a, b, c]) for a in range(256) for b in range(256) for c in range(256) if len(out) < n][: n - len(out)]
+    return out[:n]
+
+
+def test_too_many_ranks_are_refused(tmp_path):
+    ranks = _ranks_dir(tmp_path / "many", _short_tokens(artifacts.MAX_RANKS - 255)) / "x.tiktoken"
+    assert_refused(run_child("load_tiktoken", ranks.parent, timeout=20, memory=1 << 30), ranks,
+                   f"more than {artifacts.MAX_RANKS:,} ranks")
+
+
+def test_the_most_ranks_accepted_import_in_bounded_memory(tmp_path):
+    "The largest count of ranks accepted (MAX_RANKS) imports under a 1 GiB address-space limit."
+    d = _ranks_dir(tmp_path / "most", _short_tokens(artifacts.MAX_RANKS - 256))
+    result = run_child("load_tiktoken", d, timeout=60, memory=1 << 30)
+    assert result.get("vocab_size") == artifacts.MAX_RANKS, result
+
+
+def test_json_files_are_capped_in_size_and_kind(files, tmp_path):
+    "A JSON file over MAX_JSON_BYTES, or a device, is refused before parsing; the largest accepted one parses in < 1 GiB."
+    native = files["native"]
+    text = native.read_text(encoding="utf-8")
+    assert '"merges": [\n' in text
+    n = (artifacts.MAX_JSON_BYTES - len(text)) // 3 - 10  # empty arrays: the most parsed memory per byte of JSON
+    bomb = tmp_path / "bomb.json"
+    bomb.write_text(text.replace('"merges": [\n', '"merges": [\n' + "[]," * n), encoding="utf-8")
+    assert bomb.stat().st_size <= artifacts.MAX_JSON_BYTES
+    assert_refused(run_child("load_native", bomb, memory=1 << 30), bomb, "merge 0 must be [left, right, new]")
+    bomb.write_text(text.replace('"merges": [\n', '"merges": [\n' + "[]," * (n + 200_000)), encoding="utf-8")
+    assert_refused(run_child("load_native", bomb, timeout=10, memory=1 << 30), bomb, "16,777,216 bytes")
+    assert_refused(run_child("load_native", "/dev/zero", timeout=10, memory=1 << 30), Path("/dev/zero"), "not a regular file")
+
+
 # ---------------------------------------------------------------- 5. overlapping special tokens in tiktoken files
 
 def test_overlapping_special_tokens_are_refused(tmp_path):
@@ -355,6 +439,49 @@ def test_overlapping_special_tokens_are_refused(tmp_path):
     d2 = _ranks_dir(tmp_path / "tt2", [b"ab"], many)
     result = run_child("load_tiktoken", d2, timeout=10)
     assert_refused(result, d2 / "x.json", "overlap")
+
+
+# ---------------------------------------------------------------- 6. many special tokens cost no time per token
+
+def encode_seconds(path, text_len):
+    "Load the native file `path` and time the encoding of `text_len` a's."
+    tok = artifacts.load(path)
+    t0 = time.monotonic()
+    ids = tok.encode("a" * text_len)
+    return {"seconds": time.monotonic() - t0, "n": len(ids)}
+
+
+def test_many_special_tokens_do_not_slow_encoding(tmp_path):
+    "9,999 special tokens that share a prefix with the text: a plain alternation tried each at every character."
+    tok = encoder.Tokenizer({i: bytes([i]) for i in range(256)}, [],
+                            {f"aaaaaa{i:04d}": 256 + i for i in range(artifacts.MAX_SPECIAL_TOKENS - 1)})
+    path = save(tok, tmp_path / "specials.json")
+    result = run_child("encode_seconds", path, 100_000, timeout=30, memory=1 << 30)
+    assert result["n"] == 100_000 and result["seconds"] < 1.5, result  # the plain alternation took 5-11 s
+
+
+def _plain_alternation(tokens):
+    import regex
+    ordered = sorted(set(tokens), key=lambda s: (-len(s), s))
+    return regex.compile("(" + "|".join(regex.escape(s) for s in ordered) + ")")
+
+
+def test_special_pattern_matches_like_the_longest_first_alternation():
+    "The trie-shaped special-token regex splits every text as the plain longest-first alternation does."
+    import random
+    from bpe_nb.pretokenize import special_pattern
+    rnd = random.Random(14)
+    for trial in range(400):
+        alphabet = ["a", "b", "<|", "|>", ".", "日", "\\", "("][: 2 + trial % 7]
+        tokens = tuple({"".join(rnd.choices(alphabet, k=rnd.randint(1, 6))) for _ in range(rnd.randint(1, 12))})
+        ours, plain = special_pattern(tokens), _plain_alternation(tokens)
+        for _ in range(10):
+            text = "".join(rnd.choices(alphabet + ["c", " "], k=rnd.randint(0, 40)))
+            assert ours.split(text) == plain.split(text), (tokens, text, ours.pattern)
+    nested = tuple("a" * k for k in range(1, 120)) + tuple("a" * k + "b" for k in range(0, 120, 3))  # deeper than the trie
+    ours, plain = special_pattern(nested), _plain_alternation(nested)
+    for text in ("a" * 300, "a" * 130 + "b" + "a" * 50 + "b", "ba" * 40, "a" * 61 + "c" + "a" * 119 + "b"):
+        assert ours.split(text) == plain.split(text), text
 
 
 # ---------------------------------------------------------------- 8. the fuzzer
