@@ -456,8 +456,10 @@ def test_many_special_tokens_do_not_slow_encoding(tmp_path):
     tok = encoder.Tokenizer({i: bytes([i]) for i in range(256)}, [],
                             {f"aaaaaa{i:04d}": 256 + i for i in range(artifacts.MAX_SPECIAL_TOKENS - 1)})
     path = save(tok, tmp_path / "specials.json")
-    result = run_child("encode_seconds", path, 100_000, timeout=30, memory=1 << 30)
-    assert result["n"] == 100_000 and result["seconds"] < 1.5, result  # the plain alternation took 5-11 s
+    result = run_child("encode_seconds", path, 400_000, timeout=60, memory=1 << 30)
+    # The plain alternation took about 29 s for these 400,000 characters, the trie about 0.4 s: the bound
+    # only tells the two apart, with room for a loaded machine.
+    assert result["n"] == 400_000 and result["seconds"] < 8, result
 
 
 def _plain_alternation(tokens):
