@@ -296,17 +296,21 @@ def _encode(self: Tokenizer, text: str,
 
 # %% ../nbs/04_encoder.ipynb #452e6dbb
 @patch
+def _split_rx(self: Tokenizer, text: str, allowed_special, disallowed_special):
+    "The regex that splits off special tokens, by our default or tiktoken's rules; a disallowed one in `text` raises."
+    if allowed_special is None and disallowed_special is None: return self._special_rx  # every registered one
+    rx, bad = self._special_rules(allowed_special, disallowed_special)  # tiktoken's rules (see below)
+    if bad is not None: _refuse_disallowed(text, bad)
+    return rx
+
+@patch
 def encode(self: Tokenizer, text: str,  # the text to encode
            *, allowed_special: str | Iterable[str] | None = None,  # "all" or a set: special tokens to honour (tiktoken's rule)
            disallowed_special: str | Iterable[str] | None = None  # "all" or a set: special tokens that raise if present
           ) -> list[int]:
     "Encode `text`: split off special tokens (by default every registered one, unlike tiktoken), then replay merges by priority."
     if not isinstance(text, str): raise TypeError(f"encode expects a str, got {type(text).__name__}")
-    rx, bad = self._special_rx, None  # our default: every registered special token is special
-    if allowed_special is not None or disallowed_special is not None:  # tiktoken's rules (see below)
-        rx, bad = self._special_rules(allowed_special, disallowed_special)
-        if bad is not None: _refuse_disallowed(text, bad)
-    return self._encode(text, rx)
+    return self._encode(text, self._split_rx(text, allowed_special, disallowed_special))
 
 # %% ../nbs/04_encoder.ipynb #dbc6d4d9
 @patch(cls_method=True)
@@ -416,10 +420,7 @@ def explain(self: Tokenizer, text: str,  # the text to explain
            ) -> list[PieceExplanation]:
     "For each pre-token of `text` (and each special token), the merges applied in order and the ids that result."
     if not isinstance(text, str): raise TypeError(f"explain expects a str, got {type(text).__name__}")
-    rx, bad = self._special_rx, None  # our default: every registered special token is special
-    if allowed_special is not None or disallowed_special is not None:  # tiktoken's rules (see below)
-        rx, bad = self._special_rules(allowed_special, disallowed_special)
-        if bad is not None: _refuse_disallowed(text, bad)
+    rx = self._split_rx(text, allowed_special, disallowed_special)
     try: text.encode("utf-8")
     except UnicodeEncodeError: text = _replace_surrogates(text)  # as `encode` does
     out = []
