@@ -8,6 +8,7 @@ import heapq
 import json
 import os
 import re
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
@@ -248,8 +249,9 @@ def _trim_cache(self: Tokenizer):
         for k in list(islice(self._cache, extra)): del self._cache[k]
 
 # %% ../nbs/04_encoder.ipynb #1381cd52
-_GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\t-\r A-Za-z0-9]+"""
-                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]+""")
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
+_GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+{p}| ?[0-9]+{p}| ?[^\t-\r A-Za-z0-9]+{p}"""
+                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
 
 # %% ../nbs/04_encoder.ipynb #407fa496
 class _NotCovered(Exception):

@@ -8,10 +8,12 @@ import gc
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from operator import add
 
 # %% auto #0
 __all__ = ['count_pairs', 'pop_best', 'apply_merge', 'update_counts', 'train_incremental_simple', 'train_incremental']
+
+# %% ../nbs/02_incremental_trainer.ipynb #427f376b
+import numpy as np
 
 # %% ../nbs/02_incremental_trainer.ipynb #f9222dd0
 from .naive import BPEModel, TrainingRun, merge_pair
@@ -114,111 +116,128 @@ def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> 
         update_counts(apply_merge(best, new, words, freq, where), pair_counts, heap, rank)
     return run.model()
 
-# %% ../nbs/02_incremental_trainer.ipynb #f84e430c
-def _sym(i: int  # a token id
-        ) -> str:
-    "The character that stands for token `i` in a pre-token string (ids from 0xD800 on skip the surrogates)."
-    return chr(i + 0x800 if i >= 0xD800 else i)
+# %% ../nbs/02_incremental_trainer.ipynb #74511be6
+_SEP, _DEAD = -1, -2  # the symbol between two pre-tokens; a position merged into its left neighbour
 
-def _sym_id(c: str  # one character of a pre-token string
-           ) -> int:
-    "The token id of the character `c`: the inverse of `_sym`."
-    o = ord(c)
-    return o - 0x800 if o >= 0xE000 else o
+def _flatten(words: Sequence[bytes]  # each pre-token's bytes
+            ) -> tuple[np.ndarray, np.ndarray]:
+    "All pre-tokens in one array, a separator before each and after the last: `(sym, pre-token of each position)`."
+    lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    n = int(lens.sum()) + len(words) + 1
+    sym = np.full(n, _SEP, dtype=np.int32)
+    inside = np.ones(n, dtype=bool)
+    inside[0] = False; inside[np.cumsum(lens + 1)] = False  # the separators
+    sym[inside] = np.frombuffer(b"".join(words), dtype=np.uint8)
+    wid = np.repeat(np.arange(-1, len(words), dtype=np.int32), np.r_[1, lens + 1])
+    return sym, wid
 
-_MAX_ID = 0x10FFFF - 0x800  # the largest id a character can stand for
+# %% ../nbs/02_incremental_trainer.ipynb #7a483179
+def _runs(keys: np.ndarray  # one key per item
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "Sort `keys` (stable): `(order, distinct keys, start of each key's run in the sorted order)`."
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    change = np.empty(len(k), dtype=bool)
+    change[:1] = True
+    np.not_equal(k[1:], k[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    return order, k[starts], starts
 
-# %% ../nbs/02_incremental_trainer.ipynb #cc856639
-def _count_pairs_str(words: Sequence[str],  # each pre-token as a string of token characters
-                     freq: Sequence[int]  # the count of each pre-token
-                    ) -> tuple[dict[str, int], dict[str, list[int]]]:
-    "`count_pairs` for pre-tokens as strings: pairs are two-character strings, `where` holds lists."
-    pair_counts, where = defaultdict(int), defaultdict(list)
-    for i, w in enumerate(words):
-        n = freq[i]
-        for p in map(add, w, w[1:]):  # each two-character pair, built in C
-            pair_counts[p] += n; where[p].append(i)
-    return dict(pair_counts), where
+# %% ../nbs/02_incremental_trainer.ipynb #42ad6ffe
+def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten`
+                w: np.ndarray  # the count of each position's pre-token
+               ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[np.ndarray]]]:
+    "`count_pairs` on the flat array: `(pair_counts, where)`, where `where[pair]` lists arrays of positions."
+    p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0))
+    keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
+    order, distinct, starts = _runs(keys)
+    counts = np.add.reduceat(w[p][order], starts).tolist() if len(distinct) else []
+    pos = p[order].astype(np.int32)
+    pairs = [(k >> 32, k & 0xFFFFFFFF) for k in distinct.tolist()]
+    bounds = starts.tolist() + [len(keys)]
+    where = defaultdict(list)
+    for pair, lo, hi in zip(pairs, bounds, bounds[1:]): where[pair].append(pos[lo:hi])
+    return dict(zip(pairs, counts)), where
 
-# %% ../nbs/02_incremental_trainer.ipynb #dded39ee
-def _apply_merge_str(ab: str,  # the pair being merged, as two characters
-                     t: str,  # the character of its new token
-                     words: list[str],  # the pre-tokens; affected ones are replaced
-                     freq: Sequence[int],  # the count of each pre-token
-                     where: dict[str, list[int]]  # pair -> pre-token indices (may repeat); gains the new pairs
-                    ) -> dict[str, int]:
-    "`apply_merge` on strings: merge `ab` into `t` in every pre-token listed for it; return each pair's count change."
-    a, b = ab
-    left, right = defaultdict(list), defaultdict(list)  # neighbour token -> pre-tokens, once per site
-    merged = 0
-    for i in where.pop(ab, ()):
-        w = words[i]
-        nw = w.replace(ab, t)  # rewrite, in C
-        sites = len(w) - len(nw)
-        if not sites: continue  # stale or repeated entry: nothing to merge here
-        merged += freq[i] * sites
-        last = len(nw) - 1
-        k = nw.find(t)
-        while k >= 0:
-            if k: left[nw[k - 1]].append(i)
-            if k < last:
-                y = nw[k + 1]
-                if y != t: right[y].append(i)  # unless it is the next site (its left side does it)
-            k = nw.find(t, k + 1)
-        words[i] = nw
+# %% ../nbs/02_incremental_trainer.ipynb #bf12e0cf
+def _live_sites(listed: list[np.ndarray],  # `where[(a, b)]`
+                a: int, b: int,  # the pair
+                sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray  # the symbols and their links
+               ) -> np.ndarray:
+    "The positions where `(a, b)` is merged now: listed ones still holding the pair, leftmost first in a run `a a a`."
+    P = np.concatenate(listed) if len(listed) > 1 else listed[0]
+    P = P[(sym[P] == a) & (sym[nxt[P]] == b)]
+    if a == b and len(P) > 1:
+        P = np.sort(P)
+        before = prv[P]
+        cont = P[np.minimum(np.searchsorted(P, before), len(P) - 1)] == before  # the previous symbol starts one too
+        first = np.flatnonzero(~cont)  # where each run of occurrences starts
+        P = P[(np.arange(len(P)) - first[np.cumsum(~cont) - 1]) % 2 == 0]
+    return P
+
+# %% ../nbs/02_incremental_trainer.ipynb #065b06d2
+_RIGHT = 1 << 32  # right neighbours' keys are offset by this, so one sort groups both sides
+
+def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
+                      new: int,  # its new id
+                      sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray,  # the symbols and their links (updated)
+                      w: np.ndarray,  # the count of each position's pre-token
+                      where: dict[tuple[int, int], list[np.ndarray]]  # pair -> arrays of positions; gains the new pairs
+                     ) -> dict[tuple[int, int], int]:
+    "`apply_merge` on the flat array: merge `pair` at all its live sites at once; return each pair's count change."
+    a, b = pair
+    P = _live_sites(where.pop(pair), a, b, sym, nxt, prv)
+    Q = nxt[P]; R = nxt[Q]
+    sym[P] = new; sym[Q] = _DEAD; nxt[P] = R; prv[R] = P  # rewrite
+    wt, L = w[P], prv[P]
+    x, y = sym[L], sym[R]
+    ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
+    keys = np.concatenate((x[ml], y[mr].astype(np.int64) + _RIGHT))
+    order, distinct, starts = _runs(keys)
     delta = defaultdict(int)
-    weight = freq.__getitem__
-    for x, ix in left.items():  # withdraw (x, a) or (b, a), register (x, t) or (t, t)
-        m = sum(map(weight, ix))
-        if x == t: delta[b + a] -= m; p = t + t
-        else: delta[x + a] -= m; p = x + t
-        delta[p] += m; where[p].extend(ix)
-    for y, ix in right.items():  # withdraw (b, y), register (t, y)
-        m = sum(map(weight, ix))
-        delta[b + y] -= m; p = t + y
-        delta[p] += m; where[p].extend(ix)
-    delta[ab] -= merged
+    delta[pair] = -int(wt.sum())
+    if len(distinct):
+        sums = np.add.reduceat(np.concatenate((wt[ml], wt[mr]))[order], starts).tolist()
+        at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
+        bounds = starts.tolist() + [len(keys)]
+        for key, s, lo, hi in zip(distinct.tolist(), sums, bounds, bounds[1:]):
+            if key >= _RIGHT: y = key - _RIGHT; delta[(b, y)] -= s; p = (new, y)
+            elif key == new: delta[(b, a)] -= s; p = (new, new)
+            else: delta[(key, a)] -= s; p = (key, new)
+            delta[p] += s; where[p].append(at[lo:hi])
     return delta
 
-# %% ../nbs/02_incremental_trainer.ipynb #990587ee
-def _pop_best_str(heap: list[tuple],  # entries `rank(pair, count)` of id pairs, possibly stale
-                  pair_counts: Mapping[str, int]  # the live counts, by two-character pair
-                 ) -> str | None:
-    "`pop_best` for string pairs: pop the best live pair, skipping or re-filing stale entries; `None` when none is left."
-    while heap:
-        e = heappop(heap)
-        p, stored = _sym(e[3]) + _sym(e[4]), -e[0]
-        live = pair_counts.get(p)
-        if live == stored: return p
-        if live and live < stored: heappush(heap, (-live,) + e[1:])  # the same key at the live count
-    return None
+# %% ../nbs/02_incremental_trainer.ipynb #7c7f45f9
+_FLAT_MAX = 2**31 - 1  # ids must fit the int32 array of symbols
 
-# %% ../nbs/02_incremental_trainer.ipynb #8388b07d
 def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                       vocab_size: int,  # total size: 256 bytes + merges + special tokens
                       special_tokens: Sequence[str] = (),  # added after the merges, in this order
                       tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                       progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
                      ) -> BPEModel:
-    "Learn the merges of `train_incremental_simple` (and `train_naive`), faster: pre-tokens as strings, no cyclic GC."
-    if isinstance(vocab_size, int) and vocab_size > _MAX_ID:  # too many ids for characters: the simple loop
+    "Learn the merges of `train_incremental_simple` (and `train_naive`), faster: all sites of a merge at once, in numpy."
+    if isinstance(vocab_size, int) and vocab_size > _FLAT_MAX:  # ids too large for the array: the simple loop
         return train_incremental_simple(counts, vocab_size, special_tokens, tie_break, progress)
-    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
-    rank = lambda p, c: run.rank((_sym_id(p[0]), _sym_id(p[1])), c)
     enabled = gc.isenabled()
-    gc.disable()  # millions of containers, no cycles: the collector would only walk them again and again
+    gc.disable()  # millions of objects, no cycles: the collector would only walk them again and again
     try:
-        words = [bytes(w).decode("latin-1") for w, _ in run.words]  # byte x -> chr(x): one character per id
-        freq = [n for _, n in run.words]
-        pair_counts, where = _count_pairs_str(words, freq)
+        run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
+        sym, wid = _flatten([bytes(w) for w, _ in run.words])
+        w = np.array([0] + [n for _, n in run.words], dtype=np.int64)[wid + 1]
+        run.words = None; del wid  # the array holds them now
+        nxt = np.arange(1, len(sym) + 1, dtype=np.int32); nxt[-1] = len(sym) - 1
+        prv = np.arange(-1, len(sym) - 1, dtype=np.int32); prv[0] = 0
+        pair_counts, where = _pair_index(sym, w)
+        rank = run.rank
         heap = [rank(p, c) for p, c in pair_counts.items()]
         heapify(heap)
         while len(run.merges) < run.planned:
-            best = _pop_best_str(heap, pair_counts)
+            best = pop_best(heap, pair_counts, rank)
             if best is None: break  # every pre-token is one symbol: nothing left to merge
-            new = run.add_merge((_sym_id(best[0]), _sym_id(best[1])), pair_counts[best])
-            update_counts(_apply_merge_str(best, _sym(new), words, freq, where), pair_counts, heap, rank)
-        del words, freq, pair_counts, where, heap  # freed while the collector is still off
+            new = run.add_merge(best, pair_counts[best])
+            update_counts(_apply_merge_flat(best, new, sym, nxt, prv, w, where), pair_counts, heap, rank)
+        del sym, nxt, prv, w, where, heap, pair_counts  # freed while the collector is still off
     finally:
         if enabled: gc.enable()
     return run.model()
