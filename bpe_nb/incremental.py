@@ -146,26 +146,27 @@ def _runs(keys: np.ndarray  # one key per item
 # %% ../nbs/02_incremental_trainer.ipynb #42ad6ffe
 def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten`
                 w: np.ndarray  # the count of each position's pre-token
-               ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], list[np.ndarray]]]:
-    "`count_pairs` on the flat array: `(pair_counts, where)`, where `where[pair]` lists arrays of positions."
-    p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0))
-    keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
+               ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], np.ndarray]]:
+    "`count_pairs` on the flat array: `(pair_counts, where)`, where `where[pair]` is an array of positions."
+    p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(np.int32)
+    keys = sym[p].astype(np.int64) << 32
+    keys |= sym[p + 1]
     order, distinct, starts = _runs(keys)
-    counts = np.add.reduceat(w[p][order], starts).tolist() if len(distinct) else []
-    pos = p[order].astype(np.int32)
+    n = len(keys); del keys  # the temporaries go as soon as they are used: this is the run's memory peak
+    p = p[order]
+    counts = np.add.reduceat(w[p], starts).tolist() if n else []
+    del order
     pairs = [(k >> 32, k & 0xFFFFFFFF) for k in distinct.tolist()]
-    bounds = starts.tolist() + [len(keys)]
-    where = defaultdict(list)
-    for pair, lo, hi in zip(pairs, bounds, bounds[1:]): where[pair].append(pos[lo:hi])
+    bounds = starts.tolist() + [n]
+    where = {pair: p[lo:hi] for pair, lo, hi in zip(pairs, bounds, bounds[1:])}
     return dict(zip(pairs, counts)), where
 
 # %% ../nbs/02_incremental_trainer.ipynb #bf12e0cf
-def _live_sites(listed: list[np.ndarray],  # `where[(a, b)]`
+def _live_sites(P: np.ndarray,  # `where[(a, b)]`: positions listed for the pair
                 a: int, b: int,  # the pair
                 sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray  # the symbols and their links
                ) -> np.ndarray:
     "The positions where `(a, b)` is merged now: listed ones still holding the pair, leftmost first in a run `a a a`."
-    P = np.concatenate(listed) if len(listed) > 1 else listed[0]
     P = P[(sym[P] == a) & (sym[nxt[P]] == b)]
     if a == b and len(P) > 1:
         P = np.sort(P)
@@ -182,7 +183,7 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
                       new: int,  # its new id
                       sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray,  # the symbols and their links (updated)
                       w: np.ndarray,  # the count of each position's pre-token
-                      where: dict[tuple[int, int], list[np.ndarray]]  # pair -> arrays of positions; gains the new pairs
+                      where: dict[tuple[int, int], np.ndarray]  # pair -> positions; gains the new pairs
                      ) -> dict[tuple[int, int], int]:
     "`apply_merge` on the flat array: merge `pair` at all its live sites at once; return each pair's count change."
     a, b = pair
@@ -204,7 +205,9 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
             if key >= _RIGHT: y = key - _RIGHT; delta[(b, y)] -= s; p = (new, y)
             elif key == new: delta[(b, a)] -= s; p = (new, new)
             else: delta[(key, a)] -= s; p = (key, new)
-            delta[p] += s; where[p].append(at[lo:hi])
+            delta[p] += s
+            if p in where: raise AssertionError(f"pair {p} registered twice")  # a bookkeeping bug: p holds `new`
+            where[p] = at[lo:hi]
     return delta
 
 # %% ../nbs/02_incremental_trainer.ipynb #7c7f45f9
