@@ -169,7 +169,7 @@ def _longest(merges, n=8) -> list[str]:
 # %% ../nbs/07_benchmark.ipynb #b7cf162d
 def _write_merges(merges, path):
     "Write `merges` as a GPT-2 `merges.txt`, the form `export_gpt2` writes and `read_gpt2_merges` (chapter 04) reads."
-    # `bpe_nb.artifacts.export_gpt2` would also write a vocab.json, and importing it (and numpy with it)
+    # `bpe_nb.artifacts.export_gpt2` would also write a vocab.json, and importing it (and the encoder with it)
     # would add a fifth of a second to every child's measured start-up: the one line of the format is written here.
     lines = "".join(f"{bytes_to_printable(a)} {bytes_to_printable(b)}\n" for a, b in merges)
     Path(path).write_text("#version: 0.2\n" + lines, encoding="utf-8")
@@ -330,7 +330,7 @@ def save_results(results: dict,  # {"meta": machine_info() + settings, "runs": [
                  dest_dir: str | Path,  # e.g. nbs/benchmark_results
                 ) -> tuple[Path, Path]:
     "Write `results.json` (everything) and `results.csv` (one row per run) into `dest_dir`, atomically."
-    from bpe_nb.artifacts import atomic_write  # here, not at the top: the child process must not import numpy
+    from bpe_nb.artifacts import atomic_write  # here, not at the top: the child process must not import the artifacts module
     if not isinstance(results, dict) or not {"meta", "runs"} <= results.keys():
         raise ValueError(f"results must be a dict with 'meta' and 'runs', got {type(results).__name__} "
                          f"with keys {sorted(results) if isinstance(results, dict) else None}")
