@@ -95,6 +95,21 @@ def update_counts(delta: Mapping[tuple[int, int], int],  # pair -> count change,
         elif c == 0: del pair_counts[p]
         else: raise AssertionError(f"pair {p} would get a negative count {c}")  # a bookkeeping bug
 
+# %% ../nbs/02_incremental_trainer.ipynb #40df9b62
+def _merge_loop(run: TrainingRun,  # the run: its planned merges, `rank` and `add_merge`
+                pair_counts: dict[tuple[int, int], int],  # the live counts of the initial pairs (updated in place)
+                apply: Callable[[tuple[int, int], int], Mapping[tuple[int, int], int]]  # merges `pair` into `new`; returns the count changes
+               ) -> None:
+    "Merge the best pair until the vocabulary is full or no pair is left: pop it, record it, apply it, update the counts."
+    rank = run.rank
+    heap = [rank(p, c) for p, c in pair_counts.items()]
+    heapify(heap)
+    while len(run.merges) < run.planned:
+        best = pop_best(heap, pair_counts, rank)
+        if best is None: break  # every pre-token is one symbol: nothing left to merge
+        new = run.add_merge(best, pair_counts[best])
+        update_counts(apply(best, new), pair_counts, heap, rank)
+
 # %% ../nbs/02_incremental_trainer.ipynb #f78eeb63
 def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                              vocab_size: int,  # total size: 256 bytes + merges + special tokens
@@ -106,14 +121,7 @@ def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> 
     run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
     words, freq = [list(w) for w, _ in run.words], [n for _, n in run.words]
     pair_counts, where = count_pairs(words, freq)
-    rank = run.rank
-    heap = [rank(p, c) for p, c in pair_counts.items()]
-    heapify(heap)
-    while len(run.merges) < run.planned:
-        best = pop_best(heap, pair_counts, rank)
-        if best is None: break  # every pre-token is one symbol: nothing left to merge
-        new = run.add_merge(best, pair_counts[best])
-        update_counts(apply_merge(best, new, words, freq, where), pair_counts, heap, rank)
+    _merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, words, freq, where))
     return run.model()
 
 # %% ../nbs/02_incremental_trainer.ipynb #74511be6
@@ -202,7 +210,7 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
         at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
         bounds = starts.tolist() + [len(keys)]
         for key, s, lo, hi in zip(distinct.tolist(), sums, bounds, bounds[1:]):
-            if key >= _RIGHT: y = key - _RIGHT; delta[(b, y)] -= s; p = (new, y)
+            if key >= _RIGHT: yk = key - _RIGHT; delta[(b, yk)] -= s; p = (new, yk)
             elif key == new: delta[(b, a)] -= s; p = (new, new)
             else: delta[(key, a)] -= s; p = (key, new)
             delta[p] += s
@@ -211,7 +219,12 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
     return delta
 
 # %% ../nbs/02_incremental_trainer.ipynb #7c7f45f9
-_FLAT_MAX = 2**31 - 1  # ids must fit the int32 array of symbols
+_FLAT_MAX = 2**31 - 1  # ids and positions must fit the int32 arrays
+
+def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
+    "Whether the ids (below `vocab_size`) and the positions (symbols plus separators) fit the int32 arrays."
+    try: return vocab_size <= limit and sum(map(len, counts)) + len(counts) < limit
+    except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
 def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                       vocab_size: int,  # total size: 256 bytes + merges + special tokens
@@ -220,7 +233,7 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
                       progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
                      ) -> BPEModel:
     "Learn the merges of `train_incremental_simple` (and `train_naive`), faster: all sites of a merge at once, in numpy."
-    if isinstance(vocab_size, int) and vocab_size > _FLAT_MAX:  # ids too large for the array: the simple loop
+    if not _fits_flat(counts, vocab_size):  # beyond 2**31 ids or symbols: the simple loop
         return train_incremental_simple(counts, vocab_size, special_tokens, tie_break, progress)
     enabled = gc.isenabled()
     gc.disable()  # millions of objects, no cycles: the collector would only walk them again and again
@@ -232,15 +245,8 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
         nxt = np.arange(1, len(sym) + 1, dtype=np.int32); nxt[-1] = len(sym) - 1
         prv = np.arange(-1, len(sym) - 1, dtype=np.int32); prv[0] = 0
         pair_counts, where = _pair_index(sym, w)
-        rank = run.rank
-        heap = [rank(p, c) for p, c in pair_counts.items()]
-        heapify(heap)
-        while len(run.merges) < run.planned:
-            best = pop_best(heap, pair_counts, rank)
-            if best is None: break  # every pre-token is one symbol: nothing left to merge
-            new = run.add_merge(best, pair_counts[best])
-            update_counts(_apply_merge_flat(best, new, sym, nxt, prv, w, where), pair_counts, heap, rank)
-        del sym, nxt, prv, w, where, heap, pair_counts  # freed while the collector is still off
+        _merge_loop(run, pair_counts, lambda pair, new: _apply_merge_flat(pair, new, sym, nxt, prv, w, where))
+        del sym, nxt, prv, w, where, pair_counts  # freed while the collector is still off
     finally:
         if enabled: gc.enable()
     return run.model()
