@@ -16,6 +16,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 import warnings
@@ -151,6 +152,43 @@ def _rss_kib(field: str = "VmHWM") -> int:
     except OSError: pass
     return _ru_maxrss_kib()
 
+# %% ../nbs/07_benchmark.ipynb #711db92e
+def _pss_kib(pid: int | str = "self") -> int:
+    "The proportional set size of process `pid` in KiB (a page shared by k processes counts 1/k); 0 without /proc."
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"): return int(line.split()[1])
+    except OSError: pass  # no /proc, or the process is gone
+    return 0
+
+def _pss_tree_kib() -> int:
+    "The PSS of this process plus that of its children (bpe_nb's counting workers)."
+    kids = []
+    try:
+        for t in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{t}/children") as f: kids += f.read().split()
+    except OSError: pass
+    return _pss_kib() + sum(map(_pss_kib, kids))
+
+# %% ../nbs/07_benchmark.ipynb #4f4241d5
+class _PeakPss:
+    "Sample `_pss_tree_kib` in a thread every `every` seconds between `start` and `stop`; `stop` returns the peak (KiB)."
+    def __init__(self, every: float = 0.2): self.every, self.peak, self._done = every, 0, threading.Event()
+
+    def _run(self):
+        while True:
+            self.peak = max(self.peak, _pss_tree_kib())
+            if self._done.wait(self.every): return
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, daemon=True); self._thread.start()
+        return self
+
+    def stop(self) -> int:
+        self._done.set(); self._thread.join()
+        return max(self.peak, _pss_tree_kib())
+
 # %% ../nbs/07_benchmark.ipynb #5f3cd8f8
 def _curve(stamps: list[float], start: float, points: int) -> list[list]:
     "Sample the cumulative time at merge k, for about `points` values of k (log- and linearly spaced)."
@@ -221,6 +259,7 @@ def _measure(trainer: str, corpus: str, vocab_size: int, workers: int, special_t
              merges_out: str | None = None, curve_points: int = 200) -> dict:
     "Run one experiment in this process and return its measurements (the body of the child process)."
     special_tokens = tuple(special_tokens)
+    pss = _PeakPss().start()
     if trainer == "hf": merges, size, res = _measure_hf(corpus, vocab_size, special_tokens)
     else: merges, size, res = _measure_ours(trainer, corpus, vocab_size, workers, special_tokens, curve_points)
     if merges_out: _write_merges(merges, merges_out)
@@ -229,7 +268,7 @@ def _measure(trainer: str, corpus: str, vocab_size: int, workers: int, special_t
                 vocab_size_requested=vocab_size, vocab_size=size, merges=len(merges),
                 stopped_early=len(merges) < planned, workers=workers, digest=merges_digest(merges),
                 longest=_longest(merges), **res,
-                peak_rss_kib=_rss_kib("VmHWM"), peak_rss_children_kib=_ru_maxrss_kib(children=True),
+                peak_rss_kib=_rss_kib("VmHWM"), peak_rss_children_kib=_ru_maxrss_kib(children=True), peak_pss_kib=pss.stop(),
                 ru_maxrss_kib=_ru_maxrss_kib())
 
 # %% ../nbs/07_benchmark.ipynb #0d10903b

@@ -16,7 +16,8 @@ similar mix of code and prose.
 
 Every training run is a fresh Python process (`bpe_nb.benchmark.run_experiment`, the harness of
 chapter 07): wall time; counting ("pretokenize") and merging split for bpe_nb; peak RSS of the
-process that trains (VmHWM) and, for bpe_nb, of its counting workers (RUSAGE_CHILDREN). HF tokenizers
+process that trains (VmHWM) and, for bpe_nb, of its counting workers (RUSAGE_CHILDREN); peak PSS of the
+process and its workers together (sampled every 0.2 s; a page they share counts once). HF tokenizers
 trains `BpeTrainer` with the ByteLevel pre-tokenizer (same regex), the same special token and all 256
 bytes as its initial alphabet, with RAYON_NUM_THREADS = workers.
 
@@ -183,9 +184,10 @@ def main(a) -> dict:
                                      if r.get("merge_s") is not None else "")
                             say(f"  {trainer:11} vocab {vocab:6,} workers {w}: {r['total_s']:7.1f} s{split}, "
                                 f"peak RSS {r['peak_rss_kib'] / 1024:7.0f} MiB, workers {r['peak_rss_children_kib'] / 1024:5.0f} MiB, "
+                                f"PSS {r.get('peak_pss_kib', 0) / 1024:6.0f} MiB, "
                                 f"load {r['load_before'][0]}->{r['load_after'][0]}")
                         o, h = pair["incremental"], pair["hf"]
-                        say(f"  -> bpe_nb / HF time {o['total_s'] / h['total_s']:.2f}, memory {o['peak_rss_kib'] / h['peak_rss_kib']:.2f}; "
+                        say(f"  -> bpe_nb / HF time {o['total_s'] / h['total_s']:.2f}, memory (PSS) {o.get('peak_pss_kib', 0) / max(h.get('peak_pss_kib', 0), 1):.2f}; "
                             f"merge share {o['merge_s'] / o['total_s']:.0%}; same merges as HF: {o['digest'] == h['digest']}")
                 corpus.unlink()
         if a.encode_mb:

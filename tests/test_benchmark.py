@@ -213,3 +213,13 @@ def test_results_round_trip(tmp_path):
     assert all((p.stat().st_mode & 0o777) == (0o666 & ~mask) for p in (j, c))   # not mkstemp's 0600
     with pytest.raises(FileNotFoundError, match="BPE_NB_BENCH=full"): load_results(tmp_path)
     with pytest.raises(ValueError, match="'meta' and 'runs'"): save_results({"meta": {}}, tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="PSS needs Linux /proc")
+def test_peak_pss_counts_the_workers_once(tmp_path):
+    # Two counting workers: their RSS counts the pages they share with the parent in full, PSS once in all.
+    corpus = tmp_path / "four.txt"
+    corpus.write_text(bundled_sample().read_text(encoding="utf-8") * 4, encoding="utf-8")  # 4 MB: several ranges, a pool
+    r = run_experiment("incremental", corpus, 300, workers=2)
+    assert r["peak_rss_children_kib"] > 0  # the workers ran
+    assert 0 < r["peak_pss_kib"] < r["peak_rss_kib"] + 2 * r["peak_rss_children_kib"]
