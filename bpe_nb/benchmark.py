@@ -162,14 +162,24 @@ def _pss_kib(pid: int | str = "self") -> int:
     except OSError: pass  # no /proc, or the process is gone
     return 0
 
-def _pss_tree_kib() -> int:
-    "The PSS of this process plus that of its children (bpe_nb's counting workers)."
+def _children(pid: int | str) -> list[str]:
+    "The child processes of `pid` (of all its threads), from /proc; [] without it."
     kids = []
-    try:
-        for t in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{t}/children") as f: kids += f.read().split()
-    except OSError: pass
-    return _pss_kib() + sum(map(_pss_kib, kids))
+    try: tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError: return kids
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/children") as f: kids += f.read().split()
+        except OSError: pass  # the thread ended meanwhile
+    return kids
+
+def _pss_tree_kib() -> int:
+    "The PSS of this process and all its descendants (bpe_nb's counting workers, also under a forkserver)."
+    total, todo = 0, [str(os.getpid())]
+    while todo:
+        pid = todo.pop()
+        total += _pss_kib(pid); todo += _children(pid)
+    return total
 
 # %% ../nbs/07_benchmark.ipynb #4f4241d5
 class _PeakPss:
@@ -260,15 +270,17 @@ def _measure(trainer: str, corpus: str, vocab_size: int, workers: int, special_t
     "Run one experiment in this process and return its measurements (the body of the child process)."
     special_tokens = tuple(special_tokens)
     pss = _PeakPss().start()
-    if trainer == "hf": merges, size, res = _measure_hf(corpus, vocab_size, special_tokens)
-    else: merges, size, res = _measure_ours(trainer, corpus, vocab_size, workers, special_tokens, curve_points)
+    try:
+        if trainer == "hf": merges, size, res = _measure_hf(corpus, vocab_size, special_tokens)
+        else: merges, size, res = _measure_ours(trainer, corpus, vocab_size, workers, special_tokens, curve_points)
+    finally: peak_pss = pss.stop()
     if merges_out: _write_merges(merges, merges_out)
     planned = vocab_size - 256 - len(special_tokens)
     return dict(trainer=trainer, corpus=Path(corpus).name, corpus_bytes=Path(corpus).stat().st_size,
                 vocab_size_requested=vocab_size, vocab_size=size, merges=len(merges),
                 stopped_early=len(merges) < planned, workers=workers, digest=merges_digest(merges),
                 longest=_longest(merges), **res,
-                peak_rss_kib=_rss_kib("VmHWM"), peak_rss_children_kib=_ru_maxrss_kib(children=True), peak_pss_kib=pss.stop(),
+                peak_rss_kib=_rss_kib("VmHWM"), peak_rss_children_kib=_ru_maxrss_kib(children=True), peak_pss_kib=peak_pss,
                 ru_maxrss_kib=_ru_maxrss_kib())
 
 # %% ../nbs/07_benchmark.ipynb #0d10903b

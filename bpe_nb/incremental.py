@@ -222,8 +222,11 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
 _FLAT_MAX = 2**31 - 1  # ids and positions must fit the int32 arrays
 
 def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
-    "Whether the ids (below `vocab_size`) and the positions (symbols plus separators) fit the int32 arrays."
-    try: return vocab_size <= limit and sum(map(len, counts)) + len(counts) < limit
+    "Whether ids (below `vocab_size`) and positions fit the int32 arrays, and every pair count the int64 sums."
+    try:
+        symbols = sum(map(len, counts))
+        return (vocab_size <= limit and symbols + len(counts) < limit
+                and symbols * max(counts.values(), default=0) < 2**63)  # a pair count is at most that product
     except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
 def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
@@ -233,7 +236,7 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
                       progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
                      ) -> BPEModel:
     "Learn the merges of `train_incremental_simple` (and `train_naive`), faster: all sites of a merge at once, in numpy."
-    if not _fits_flat(counts, vocab_size):  # beyond 2**31 ids or symbols: the simple loop
+    if not _fits_flat(counts, vocab_size):  # beyond 2**31 ids or symbols, or huge counts: the simple loop
         return train_incremental_simple(counts, vocab_size, special_tokens, tie_break, progress)
     enabled = gc.isenabled()
     gc.disable()  # millions of objects, no cycles: the collector would only walk them again and again
