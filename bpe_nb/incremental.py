@@ -223,6 +223,7 @@ _FLAT_MAX = 2**31 - 1  # ids and positions must fit the int32 arrays
 
 def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
     "Whether ids (below `vocab_size`) and positions fit the int32 arrays, and every pair count the int64 sums."
+    if not isinstance(counts, Mapping): return True  # `TrainingRun` says what is wrong
     try:
         symbols = sum(map(len, counts))
         return (vocab_size <= limit and symbols + len(counts) < limit
