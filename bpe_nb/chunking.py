@@ -614,9 +614,10 @@ class _Total:
 
     def sorted(self) -> Counter[bytes]:
         "The counts, sorted by pre-token (the total is emptied)."
-        out, counts = Counter(), self.counts
-        for t in sorted(counts): out[t] = counts[t]
-        self.counts = Counter()
+        keys = sorted(self.counts)
+        counts = list(map(self.counts.__getitem__, keys))
+        self.counts = Counter()  # the old table is freed here, before the new one grows
+        out = Counter(); dict.update(out, zip(keys, counts))  # dict's update: Counter's would count the pairs
         return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6
