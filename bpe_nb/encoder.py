@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain, islice
 from pathlib import Path
 from typing import NamedTuple
@@ -24,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
-from .chunking import _last_safe_space, file_ranges, read_pieces
+from .chunking import _SAFE_SPACE, _SAFE_SPACE_BACK, _last_safe_space, file_ranges, read_pieces
 
 # %% ../nbs/04_encoder.ipynb #4f9946dc
 from fastcore.basics import patch
@@ -253,6 +253,29 @@ _POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from
 _GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+{p}| ?[0-9]+{p}| ?[^\t-\r A-Za-z0-9]+{p}"""
                          r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
 
+# %% ../nbs/04_encoder.ipynb #a09c7bef
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_MIXED_SPARSE = 256  # characters per run of non-ASCII characters, at least, for `_find_mixed` to cut
+
+def _find_mixed(text: str,  # a text that is not pure ASCII
+                find_ascii: Callable[[str], list[str]],  # findall of the ASCII twin of the pattern
+                find: Callable[[str], list[str]]  # findall of the pattern itself
+               ) -> list[str]:
+    "The pre-tokens of `text`: each non-ASCII run, widened to safe cuts, by `find`; the ASCII between by `find_ascii`."
+    runs = [m.span() for m in _NON_ASCII.finditer(text)]
+    if len(runs) * _MIXED_SPARSE > len(text): return find(text)  # dense: one pass of `regex` is cheaper
+    out, pos = [], 0
+    for a, b in runs:
+        if a < pos: continue  # inside the stretch just done
+        m = _SAFE_SPACE_BACK.search(text, max(pos, 1), a)  # the last safe cut before the run, else `pos`
+        cut = m.start() if m else pos
+        m = _SAFE_SPACE.search(text, b)  # the first one after it, else the end
+        end = m.start() if m else len(text)
+        out += find_ascii(text[pos:cut]); out += find(text[cut:end])
+        pos = end
+    out += find_ascii(text[pos:])
+    return out
+
 # %% ../nbs/04_encoder.ipynb #407fa496
 class _NotCovered(Exception):
     "Raised on the hot path when the pattern skipped a character; the caller builds the message."
@@ -260,8 +283,9 @@ class _NotCovered(Exception):
 @patch
 def _encode_ordinary(self: Tokenizer, text: str, out: list[int]):
     "Append the ids of `text` (where nothing is a special token) to `out`."
-    find = self._find_ascii if self._find_ascii is not None and text.isascii() else self._find
-    pieces = find(text)
+    if self._find_ascii is None: pieces = self._find(text)
+    elif text.isascii(): pieces = self._find_ascii(text)
+    else: pieces = _find_mixed(text, self._find_ascii, self._find)
     if self._check_cover and sum(map(len, pieces)) != len(text): raise _NotCovered()
     out.extend(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 

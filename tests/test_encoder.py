@@ -147,6 +147,28 @@ def test_equals_tiktoken_on_generated_strings(gpt2, reference, text):
     assert gpt2.decode(ids) == text
 
 
+@settings(max_examples=600, deadline=None)
+@given(stress_text, st.sampled_from([1, 8, 64]))
+def test_mostly_ascii_cutting_equals_tiktoken(gpt2, reference, text, sparse):
+    "`_find_mixed` (ASCII stretches by `re`, non-ASCII ones widened to safe cuts by `regex`) at any threshold."
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(encoder, "_MIXED_SPARSE", sparse)  # 1: every non-ASCII text is cut
+        ids = gpt2.encode(text)
+    assert ids == reference.encode(text, allowed_special="all")
+
+
+def test_mostly_ascii_text_is_cut(gpt2, reference, monkeypatch):
+    "A long English text with a few non-ASCII characters goes through the cutting path, and equals tiktoken."
+    text = BUNDLED.read_text(encoding="utf-8")
+    assert not text.isascii()
+    calls = []
+    real = encoder._find_mixed
+    monkeypatch.setattr(encoder, "_find_mixed", lambda *a: calls.append(a[0]) or real(*a))
+    gpt2._cache.clear()
+    assert gpt2.encode(text) == reference.encode(text, allowed_special="all")
+    assert any(len(encoder._NON_ASCII.findall(t)) * encoder._MIXED_SPARSE <= len(t) for t in calls)  # and were cut
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text())
 def test_round_trip_any_string(gpt2, text):
