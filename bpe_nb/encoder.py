@@ -33,11 +33,12 @@ from fastcore.basics import patch
 def _merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
                 ranks: dict[int, int],  # packed pair `left << shift | right` -> rank
                 merged: list[int],  # rank -> id of the merged token
-                shift: int  # bits of the right id in a packed pair
+                shift: int,  # bits of the right id in a packed pair
+                rs: list[int] | None = None  # the ranks of the adjacent pairs, if the caller has them (modified)
                ) -> list[int]:
     "Merge the lowest-ranked adjacent pair (leftmost on ties) until none has a rank: O(n²), for short pieces."
     none, get = len(merged), ranks.get  # `none`: a rank larger than any real one
-    rs = [get(a << shift | b, none) for a, b in zip(ids, ids[1:])]
+    if rs is None: rs = [get(a << shift | b, none) for a, b in zip(ids, ids[1:])]
     while rs:
         r = min(rs)
         if r == none: break
@@ -121,6 +122,7 @@ class Tokenizer:
         self._find_ascii = _GPT2_ASCII.findall if pattern == GPT2_PATTERN else None
         self._special_rx = special_pattern(tuple(self.special_tokens))
         self._max_special = max(map(len, self.special_tokens), default=0)
+        self._pair_ranks = _byte_pair_ranks(self._byte_ids, self._ranks, self._shift, len(self._merged))
         self._cache = _PieceCache(self._encode_piece)
         self._token_ids: dict[bytes, int] | None = None  # bytes -> id, built on first use by `token_to_id`
         self.info: dict = {}  # a training record, when there is one (`from_model`, the artifacts chapter)
@@ -233,13 +235,23 @@ def __repr__(self: Tokenizer):
 # %% ../nbs/04_encoder.ipynb #b987146a
 _SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
 
+def _byte_pair_ranks(byte_ids: list[int],  # byte -> its id
+                     ranks: dict[int, int], shift: int,  # the packed pair ranks, as `_merge_scan` takes them
+                     none: int  # the rank of a pair that has none
+                    ) -> list[int]:
+    "The rank of every pair of bytes, at index `x << 8 | y`: a miss looks up its first ranks by index."
+    return [ranks.get(a << shift | b, none) for a in byte_ids for b in byte_ids]
+
 @patch
 def _encode_piece(self: Tokenizer, piece: str) -> tuple[int, ...]:
     "The ids of one pre-token (a cache miss)."
-    ids = [self._byte_ids[b] for b in piece.encode("utf-8")]
+    data = piece.encode("utf-8")
+    ids = list(map(self._byte_ids.__getitem__, data))
     if len(ids) < 2: return tuple(ids)
-    merge = _merge_scan if len(ids) <= _SCAN_MAX else _merge_heap
-    return tuple(merge(ids, self._ranks, self._merged, self._shift))
+    if len(ids) > _SCAN_MAX: return tuple(_merge_heap(ids, self._ranks, self._merged, self._shift))
+    pairs = self._pair_ranks
+    rs = [pairs[x << 8 | y] for x, y in zip(data, data[1:])]
+    return tuple(_merge_scan(ids, self._ranks, self._merged, self._shift, rs))
 
 @patch
 def _trim_cache(self: Tokenizer):
