@@ -11,7 +11,7 @@ import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import chain, islice
+from itertools import accumulate, chain, islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -636,14 +636,20 @@ def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
                 ) -> list[list[int]]:
     "`encode` each text, with several processes when the batch is large enough for that to pay."
     texts = list(texts)
-    for t in texts:
-        if not isinstance(t, str): raise TypeError(f"encode_batch expects str items, got {type(t).__name__}")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str): raise TypeError(f"encode_batch expects str items, got {type(t).__name__} at index {i}")
     rx, bad = self._special_rules(allowed_special, disallowed_special)
-    if bad is not None:
-        for t in texts: _refuse_disallowed(t, bad)
+    if bad is not None:  # every text is checked before any is encoded; the error names the text
+        for i, t in enumerate(texts):
+            try: _refuse_disallowed(t, bad)
+            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from None
     n = _n_workers(workers if workers is not None else num_threads)
     if n < _BATCH_MIN_WORKERS or len(texts) < 2 or sum(map(len, texts)) < _BATCH_MIN_CHARS:
-        return [self._encode(t, rx) for t in texts]
+        out = []
+        for i, t in enumerate(texts):
+            try: out.append(self._encode(t, rx))
+            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from None
+        return out
     return _encode_in_pool(self, texts, n, allowed_special, disallowed_special)  # engineering notes
 
 @patch
@@ -767,20 +773,25 @@ def _encode_in_pool(tok: Tokenizer, texts: list[str], n: int, allowed_special, d
                    ) -> list[list[int]]:
     "`encode_batch` of a large batch: contiguous groups encoded by `n` processes, the ids back in order."
     from bpe_nb.encoder import _encode_group as work  # by name from the package, so a worker can find it
-    out = []
+    out, groups = [], _groups(texts, 4 * n)
+    firsts = [0, *accumulate(map(len, groups))]  # the index in `texts` of each group's first text
     with _pool(tok, n) as ex:
-        for f in [ex.submit(work, None, g, allowed_special, disallowed_special) for g in _groups(texts, 4 * n)]:
+        for f in [ex.submit(work, None, g, allowed_special, disallowed_special, k) for g, k in zip(groups, firsts)]:
             flat, ends = f.result()
             flat = flat.tolist()
             out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
     return out
 
-def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special
+def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special,
+                  first: int = 0  # the index of `texts[0]` in the whole batch, for error messages
                  ) -> tuple[np.ndarray, list[int]]:
     "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
     tok = tok or _WORKER_TOKENIZER
     rx = tok._special_rules(allowed_special, disallowed_special)[0]
-    ids = [tok._encode(t, rx) for t in texts]
+    ids = []
+    for i, t in enumerate(texts):
+        try: ids.append(tok._encode(t, rx))
+        except ValueError as e: raise ValueError(f"texts[{first + i}]: {e}") from None
     ends = np.cumsum([len(x) for x in ids]).tolist()
     return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 

@@ -749,6 +749,17 @@ def test_encoding_with_a_pattern_that_skips_names_the_first_skipped_character(te
     finally: encoder._STREAM_BLOCK = saved
 
 
+def test_encode_batch_names_the_text_a_pattern_skips():
+    tok = Tokenizer(_byte_vocab(), [], pattern=NO_HEBREW)
+    with pytest.raises(ValueError, match="texts\\[2\\]: .*'\u05e9' at index 1 is in no match"):
+        tok.encode_batch(["ab", "cd", "a\u05e9"], workers=1)
+    texts = ["ab" * 5000] * 7 + ["a\u05e9"]  # large enough for the pool: the worker's error names the text too
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
+        with pytest.raises(ValueError, match="texts\\[7\\]: .*'\u05e9' at index 1 is in no match"):
+            tok.encode_batch(texts, workers=2)
+
+
 def test_one_source_for_proven_patterns_and_the_printable_form():
     import bpe_nb.pretokenize as pretok
     assert encoder.PROVEN_PATTERNS is pretok.PROVEN_PATTERNS and not hasattr(encoder, "_STREAM_PATTERNS")
@@ -973,7 +984,7 @@ def test_encode_batch_equals_tiktoken(fim, fim_reference, monkeypatch, kw, paral
 
 
 def test_encode_batch_errors(fim):
-    with pytest.raises(ValueError, match="disallowed special token '<\\|fim\\|>'"):
+    with pytest.raises(ValueError, match="texts\\[1\\]: the text contains the disallowed special token '<\\|fim\\|>' at index 1"):
         fim.encode_batch(["ok", "x<|fim|>"], allowed_special={EOT})
     with pytest.raises(TypeError, match="encode_batch expects str items"):
         fim.encode_batch(["ok", None])
