@@ -368,13 +368,14 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
 
 # %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
-                   n_procs: int, executor: Executor | None):
+                   n_procs: int, executor: Executor | None,
+                   on_started: Callable[[], None] | None = None):  # called once the first tasks are submitted
     "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
     pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
     def fold(i, result):
         n = ranges[i][1] - ranges[i][0]
         total.add(result, n); update(n)
-    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs)
+    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs, on_started)
     finally:
         if executor is None: pool.shutdown(wait=True, cancel_futures=True)
 
@@ -513,12 +514,11 @@ def _check_special_tokens(special_tokens) -> tuple[str, ...]:
 
 # %% ../nbs/03_parallel_chunking.ipynb #ae5df48f
 class _BackgroundSHA256(threading.Thread):
-    "The SHA-256 of the first `size` bytes of a file, computed in a thread of this process."
+    "The SHA-256 of the first `size` bytes of a file, computed in a thread of this process once `start`ed."
     def __init__(self, path: str, size: int):
         super().__init__(name="bpe_nb-sha256", daemon=True)
         self.path, self.size, self.error, self.hash = path, size, None, hashlib.sha256()
         self._halt = threading.Event()
-        self.start()
 
     def run(self):
         try:
@@ -534,13 +534,15 @@ class _BackgroundSHA256(threading.Thread):
 
     def result(self) -> str:
         "Wait for the hash; its hex digest (or the error the thread met)."
+        if self.ident is None: self.start()  # never started: hash now
         self.join()
         if self.error is not None: raise self.error
         return self.hash.hexdigest()
 
     def cancel(self):
         "Stop early (the run failed) and wait for the thread."
-        self._halt.set(); self.join()
+        self._halt.set()
+        if self.ident is not None: self.join()
 
 # %% ../nbs/03_parallel_chunking.ipynb #dd9f0936
 def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size) -> tuple[str, ...]:
@@ -558,13 +560,15 @@ def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_
 def _fold_completed(pool: Executor,  # where the tasks run
                     tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
                     fold: Callable[[int, object], None],  # called with (task index, result) as each completes
-                    window: int):  # tasks in flight at most
+                    window: int,  # tasks in flight at most
+                    on_started: Callable[[], None] | None = None):  # called once, after the first tasks are submitted
     "Run the tasks on `pool`, at most `window` at a time, folding each result as it completes; raise the first failure."
     tasks, pending, failed, n = iter(tasks), {}, {}, 0  # pending: future -> task index
     try:
         while True:
             while len(pending) < window and not failed and (task := next(tasks, None)) is not None:
                 pending[pool.submit(*task)] = n; n += 1
+            if on_started is not None: on_started(); on_started = None  # a new pool's workers exist now
             if not pending: break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=pending.__getitem__):
@@ -651,9 +655,10 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
         if executor is None and (w == 1 or len(ranges) <= 1):
             digest = _count_here(path, ranges, args, total, update, hashlib.sha256() if sha256 else None)
         else:
-            if sha256: background = _BackgroundSHA256(path, size)  # reads alongside the workers
+            if sha256: background = _BackgroundSHA256(path, size)  # reads alongside the workers, once they exist
             n_procs = min(w, len(ranges))
-            _count_on_pool(path, ranges, args, total, update, n_procs, executor)
+            _count_on_pool(path, ranges, args, total, update, n_procs, executor,
+                           background.start if background is not None else None)
             if background is not None: digest, background = background.result(), None
         _warn_if_missing(specials, size, total.specials, path, pattern, note)
     finally:

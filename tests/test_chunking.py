@@ -714,3 +714,35 @@ def test_train_from_iterator_takes_batches_like_hf(batches, chunk_size):
         b = train_from_iterator(iter(flat), 300, [EOT], workers=3, executor=InlineExecutor(), chunk_size=chunk_size)
     assert _fingerprint(a) == _fingerprint(b) and a.info["documents"] == len(flat)
     with pytest.raises(TypeError, match="document 1"): train_from_iterator([["ok", 3]], 300, workers=1)
+
+
+_FORKS: list | None = None  # while a list: the names of the threads alive at each fork of this process
+
+
+def _note_fork():
+    if _FORKS is not None:
+        import threading
+        _FORKS.append(sorted(t.name for t in threading.enumerate()))
+
+
+if hasattr(__import__("os"), "register_at_fork"):
+    __import__("os").register_at_fork(before=_note_fork)
+
+
+def test_train_bpe_forks_its_workers_before_the_hashing_thread_starts(tinystories_sample, monkeypatch):
+    "Forking while a thread runs is unsafe (Python 3.12 warns): the SHA-256 thread starts once the workers exist."
+    import multiprocessing, time
+    if multiprocessing.get_start_method() != "fork": pytest.skip("the workers are not forked here")
+    run = chunking._BackgroundSHA256.run
+    def slow_run(self): time.sleep(0.5); run(self)  # a 1 MB file hashes in a millisecond: make the thread last
+    monkeypatch.setattr(chunking._BackgroundSHA256, "run", slow_run)
+    global _FORKS
+    _FORKS = []
+    try:
+        counts, record = chunking._count_file(tinystories_sample, [EOT], 2, None, GPT2_PATTERN, "strict", False,
+                                              1 << 16, 1 << 14, sha256=True)
+    finally: forks, _FORKS = _FORKS, None
+    assert record["processes"] == 2 and record["ranges"] > 2
+    assert len(forks) >= 2  # each worker was forked from this process...
+    assert not any("bpe_nb-sha256" in names for names in forks)  # ... before the hashing thread existed
+    assert record["sha256"] == hashlib.sha256(tinystories_sample.read_bytes()).hexdigest()
