@@ -26,7 +26,7 @@ __all__ = ['find_chunk_boundaries', 'Piece', 'read_pieces', 'file_ranges', 'Coun
 from tqdm import tqdm
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
-from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _not_covered, _uncovered,
+from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _GPT2_ASCII, _not_covered, _uncovered,
                                  check_pattern, compile_pattern, special_pattern)
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
@@ -154,6 +154,7 @@ class _Tally:
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
                  source: str = "the text"):  # what the pieces come from, for error messages
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
+        self.find_ascii = _GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
         self.heads, self.tails, self.tokens = Counter(), Counter(), Counter()  # str -> count
         self.specials = 0  # special tokens seen
@@ -193,12 +194,13 @@ def _add_checked(self: _Tally, text: str, segs: list[str], offset: int):
 def flush(self: _Tally):
     "Pre-tokenize the distinct parts seen so far into `tokens`."
     findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
+    fast = self.find_ascii or findall
     while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
         part, n = heads.popitem()
-        for t in findall(part): tokens[t] += n
+        for t in (fast if part.isascii() else findall)(part): tokens[t] += n
     while tails:
         part, n = tails.popitem()
-        for t in findall(" " + part): tokens[t] += n
+        for t in (fast if part.isascii() else findall)(" " + part): tokens[t] += n
 
 # %% ../nbs/03_parallel_chunking.ipynb #5da19496
 @patch

@@ -8,7 +8,6 @@ import heapq
 import json
 import os
 import re
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import accumulate, chain, islice
@@ -22,7 +21,7 @@ __all__ = ['Tokenizer', 'read_gpt2_merges', 'read_gpt2_files', 'MergeStep', 'Pie
 # %% ../nbs/04_encoder.ipynb #6217bba1
 import numpy as np
 from tqdm import tqdm
-from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _first_uncovered, _not_covered,
+from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _GPT2_ASCII, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
 from .chunking import _SAFE_SPACE, _SAFE_SPACE_BACK, _last_safe_space, file_ranges, read_pieces
 
@@ -259,11 +258,6 @@ def _trim_cache(self: Tokenizer):
     extra = len(self._cache) - self._cache_size
     if extra > 0:
         for k in list(islice(self._cache, extra)): del self._cache[k]
-
-# %% ../nbs/04_encoder.ipynb #1381cd52
-_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
-_GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+{p}| ?[0-9]+{p}| ?[^\t-\r A-Za-z0-9]+{p}"""
-                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
 
 # %% ../nbs/04_encoder.ipynb #a09c7bef
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")

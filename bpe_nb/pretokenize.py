@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
+import re
+import sys
 
 # %% auto #0
 __all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS',
@@ -248,3 +250,9 @@ def printable_to_bytes(s: str) -> bytes:
     table = unicode_to_bytes()
     bad = next(c for c in s if c not in table)
     raise ValueError(f"{bad!r} is not a GPT-2 printable byte (in {s!r})")
+
+# %% ../nbs/00_pretokenize.ipynb #2aa1ef97
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
+_GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+{p}| ?[0-9]+{p}| ?[^\t-\r A-Za-z0-9]+{p}"""
+                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
+"GPT-2's pattern for `re`: the same matches as `GPT2_PATTERN` on pure-ASCII text, and only there."
