@@ -34,8 +34,8 @@ __all__ = ['TINYSTORIES_ENV', 'TINYSTORIES_FILES', 'TINYSTORIES_URL', 'TRAINERS'
            'run_experiment', 'machine_info', 'save_results', 'download_tinystories']
 
 # %% ../nbs/07_benchmark.ipynb #d48dd397
-from tqdm import tqdm
 import bpe_nb
+from .naive import _Bar
 from .pretokenize import bytes_to_printable, printable_to_bytes, split_special
 
 # %% ../nbs/07_benchmark.ipynb #a01cfecc
@@ -411,7 +411,7 @@ def _fetch(url: str,  # http(s):// or file:// address
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # mode: 0666 - umask
     try:
         expected = int(resp.headers.get("Content-Length") or 0)
-        with resp, os.fdopen(fd, "wb") as f, tqdm(total=expected or None, unit="B", unit_scale=True,
+        with resp, os.fdopen(fd, "wb") as f, _Bar(total=expected or None, unit="B", unit_scale=True,
                                                    unit_divisor=1024, desc=target.name, disable=not progress) as bar:
             try:
                 while chunk := resp.read(1 << 20):

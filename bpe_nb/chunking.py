@@ -22,13 +22,10 @@ from typing import BinaryIO, Iterator, NamedTuple
 __all__ = ['find_chunk_boundaries', 'Piece', 'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning',
            'count_pretokens_file', 'train_bpe', 'train_from_iterator']
 
-# %% ../nbs/03_parallel_chunking.ipynb #7a590c52
-from tqdm import tqdm
-
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _GPT2_ASCII, _not_covered, _uncovered,
                                  check_pattern, compile_pattern, special_pattern)
-from .naive import BPEModel, TrainingRun, train_naive
+from .naive import BPEModel, TrainingRun, _Bar, train_naive
 from .incremental import train_incremental
 
 # %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
@@ -350,7 +347,7 @@ def _count_reporter(progress, total: int, desc: str):
         return update, (lambda msg: None), (lambda: None)
     if progress is not None and progress is not True:
         raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
-    bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, mininterval=0.2)
+    bar = _Bar(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, mininterval=0.2)
     return bar.update, (lambda msg: bar.write(msg, file=bar.fp)), bar.close
 
 # %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb

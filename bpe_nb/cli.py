@@ -601,8 +601,8 @@ def _encode_arguments(e: argparse.ArgumentParser):
 def _file_bar(name: str, bars: bool, desc: str):
     "A tqdm bar over the bytes of file `name` (None for stdin, or when bars are off)."
     if not bars or name == "-": return None
-    from tqdm import tqdm
-    return tqdm(total=Path(name).stat().st_size, desc=desc, unit="B", unit_scale=True, file=sys.stderr)
+    from bpe_nb.naive import _Bar
+    return _Bar(total=Path(name).stat().st_size, desc=desc, unit="B", unit_scale=True, file=sys.stderr)
 
 @command("encode")
 def cmd_encode(args) -> int:

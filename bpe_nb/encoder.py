@@ -20,9 +20,9 @@ __all__ = ['Tokenizer', 'read_gpt2_merges', 'read_gpt2_files', 'MergeStep', 'Pie
 
 # %% ../nbs/04_encoder.ipynb #6217bba1
 import numpy as np
-from tqdm import tqdm
 from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, _GPT2_ASCII, _first_uncovered, _not_covered,
     check_pattern, compile_pattern, printable_to_bytes, special_pattern)
+from .naive import _Bar
 from .chunking import _SAFE_SPACE, _SAFE_SPACE_BACK, _last_safe_space, file_ranges, read_pieces
 
 # %% ../nbs/04_encoder.ipynb #4f9946dc
@@ -810,7 +810,7 @@ def _encode_range(tok: Tokenizer | None, path: str, start: int, end: int, dtype:
 def _encoded_chunks(tok: Tokenizer, path: Path, ranges: list, workers: int, dt: np.dtype, progress: bool,
                     errors: str, piece_size: int) -> Iterator[np.ndarray]:
     "The id arrays of the byte `ranges` of `path`, in order, from `workers` processes (1: this one, piece by piece)."
-    bar = tqdm(total=ranges[-1][1] if ranges else 0, unit="B", unit_scale=True, desc="encode", disable=not progress)
+    bar = _Bar(total=ranges[-1][1] if ranges else 0, unit="B", unit_scale=True, desc="encode", disable=not progress)
     try:
         if workers == 1 or len(ranges) <= 1:
             for a, b in ranges:

@@ -252,6 +252,11 @@ def _pretoken_symbols(counts: Mapping[bytes, int]  # pre-token bytes -> count
         if n and len(w) > 1: words.append((tuple(w), n))  # a single byte (or a zero count) has no pair
     return words
 
+# %% ../nbs/01_naive_trainer.ipynb #58e8a28f
+class _Bar(tqdm):
+    "A tqdm bar that starts no monitor thread, so that the process can fork workers later."
+    monitor_interval = 0
+
 # %% ../nbs/01_naive_trainer.ipynb #f69e7371
 def _progress_reporter(progress, planned: int, desc: str):
     "Turn the `progress` argument into `(report(done, pair, count), close())`; `report` is None when silent."
@@ -260,7 +265,7 @@ def _progress_reporter(progress, planned: int, desc: str):
         return (lambda done, pair, count: progress(MergeProgress(done, planned, pair, count))), lambda: None
     if progress is not None and progress is not True:
         raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
-    bar = tqdm(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
+    bar = _Bar(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
     last, latest = [0.0], [None]
     def show(done, pair, count):
         bar.set_postfix_str(f"{pair[0]!r} + {pair[1]!r} ({count:,})", refresh=False)

@@ -746,3 +746,27 @@ def test_train_bpe_forks_its_workers_before_the_hashing_thread_starts(tinystorie
     assert len(forks) >= 2  # each worker was forked from this process...
     assert not any("bpe_nb-sha256" in names for names in forks)  # ... before the hashing thread existed
     assert record["sha256"] == hashlib.sha256(tinystories_sample.read_bytes()).hexdigest()
+
+
+def test_every_fork_of_a_training_run_finds_one_thread(tinystories_sample, tmp_path):
+    "train_bpe with progress bars, workers and the SHA-256 thread, then encode_file: no fork sees a second thread."
+    import multiprocessing, subprocess, textwrap
+    if multiprocessing.get_start_method() != "fork": pytest.skip("the workers are not forked here")
+    big = tmp_path / "three_samples.txt"
+    big.write_bytes(tinystories_sample.read_bytes() * 3)
+    script = textwrap.dedent(f"""
+        import os, threading, sys
+        seen = []
+        os.register_at_fork(before=lambda: seen.append(sorted(t.name for t in threading.enumerate())))
+        from bpe_nb.chunking import train_bpe
+        model = train_bpe({str(tinystories_sample)!r}, 400, ["<|endoftext|>"], workers=2, min_chunk_size=1 << 16)
+        from bpe_nb.encoder import Tokenizer
+        tok = Tokenizer.from_model(model)
+        tok.encode_file({str(big)!r}, {str(tmp_path / "ids.npy")!r}, workers=2)  # over 2 MB: 2 ranges at least
+        print(len(seen), sorted({{tuple(s) for s in seen}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n, kinds = out.stdout.strip().split(" ", 1)
+    assert int(n) >= 4  # 2 counting workers, 2 encoding workers
+    assert kinds == "[('MainThread',)]", kinds
