@@ -263,15 +263,15 @@ def _trim_cache(self: Tokenizer):
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _MIXED_SPARSE = 256  # characters per run of non-ASCII characters, at least, for `_find_mixed` to cut
 
-def _find_mixed(text: str,  # a text that is not pure ASCII
+def _find_mixed(text: str,  # the text (meant for one that is not pure ASCII)
                 find_ascii: Callable[[str], list[str]],  # findall of the ASCII twin of the pattern
                 find: Callable[[str], list[str]]  # findall of the pattern itself
                ) -> list[str]:
     "The pre-tokens of `text`: each non-ASCII run, widened to safe cuts, by `find`; the ASCII between by `find_ascii`."
-    runs = [m.span() for m in _NON_ASCII.finditer(text)]
+    runs = list(islice(_NON_ASCII.finditer(text), len(text) // _MIXED_SPARSE + 1))  # stop counting when dense
     if len(runs) * _MIXED_SPARSE > len(text): return find(text)  # dense: one pass of `regex` is cheaper
     out, pos = [], 0
-    for a, b in runs:
+    for a, b in map(re.Match.span, runs):
         if a < pos: continue  # inside the stretch just done
         m = _SAFE_SPACE_BACK.search(text, max(pos, 1), a)  # the last safe cut before the run, else `pos`
         cut = m.start() if m else pos
@@ -631,18 +631,18 @@ def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
     "`encode` each text, with several processes when the batch is large enough for that to pay."
     texts = list(texts)
     for i, t in enumerate(texts):
-        if not isinstance(t, str): raise TypeError(f"encode_batch expects str items, got {type(t).__name__} at index {i}")
+        if not isinstance(t, str): raise TypeError(f"texts[{i}]: encode_batch expects str items, got {type(t).__name__}")
     rx, bad = self._special_rules(allowed_special, disallowed_special)
     if bad is not None:  # every text is checked before any is encoded; the error names the text
         for i, t in enumerate(texts):
             try: _refuse_disallowed(t, bad)
-            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from None
+            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
     n = _n_workers(workers if workers is not None else num_threads)
     if n < _BATCH_MIN_WORKERS or len(texts) < 2 or sum(map(len, texts)) < _BATCH_MIN_CHARS:
         out = []
         for i, t in enumerate(texts):
             try: out.append(self._encode(t, rx))
-            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from None
+            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
         return out
     return _encode_in_pool(self, texts, n, allowed_special, disallowed_special)  # engineering notes
 
@@ -785,7 +785,7 @@ def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disa
     ids = []
     for i, t in enumerate(texts):
         try: ids.append(tok._encode(t, rx))
-        except ValueError as e: raise ValueError(f"texts[{first + i}]: {e}") from None
+        except ValueError as e: raise ValueError(f"texts[{first + i}]: {e}") from e
     ends = np.cumsum([len(x) for x in ids]).tolist()
     return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 

@@ -198,7 +198,7 @@ def main(a) -> dict:
             runs = [("bpe_nb-encode", 1), ("tiktoken", 1), ("hf", 1)]
             runs += [(k, w) for w in workers for k in ("bpe_nb-encode_file", "tiktoken", "hf") if w > 1]
             runs += [("bpe_nb-encode_file", 1)]
-            best = {}
+            best, res["meta"]["encode_repeats"] = {}, a.encode_repeats
             for rep in range(a.encode_repeats):  # round robin: a slow spell of the machine hits every kind alike
                 for kind, w in runs:
                     r = encode_run(kind, corpus, w)
@@ -208,7 +208,7 @@ def main(a) -> dict:
                     b["seconds_all"].append(r["seconds"])
                     if r["digest"] != b["digest"]: b["digest"] = "differs between runs"
                     if r["seconds"] < b["seconds"]: b.update({k: v for k, v in r.items() if k != "digest"})
-            res["encode"] = list(best.values())  # `seconds`: the best run of each kind; `seconds_all`: every run
+            res["encode"] = list(best.values())  # each kind: its best run (seconds, loads, ...); `seconds_all`: every run
             say("  best of each: " + ", ".join(f"{k} {w}: {b['mb'] / b['seconds']:.2f} MB/s" for (k, w), b in best.items()))
             digests = {r["digest"] for r in res["encode"]}
             say(f"  ids identical (bpe_nb, tiktoken and HF, every run): {len(digests) == 1}")
@@ -230,7 +230,7 @@ if __name__ == "__main__":
     ap.add_argument("--workers", type=int, nargs="+", default=None, help="default: 1, 2 and all cores")
     ap.add_argument("--encode-mb", type=int, default=32, help="size of the encoding corpus (0: skip encoding)")
     ap.add_argument("--encode-only", action="store_true")
-    ap.add_argument("--encode-repeats", type=int, default=3, help="runs of each encoding kind (the best is kept)")
+    ap.add_argument("--encode-repeats", type=int, default=3, help="runs of each encoding kind, at least 1 (the best is kept)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the results JSON")
     ap.add_argument("--no-save", action="store_true")
     ap.add_argument("--merge", action="store_true",
@@ -238,6 +238,7 @@ if __name__ == "__main__":
     ap.add_argument("--provisional", action="store_true",
                     help="mark the results provisional (a small or noisy run, not the committed measurement)")
     a = ap.parse_args()
+    if a.encode_repeats < 1: ap.error("--encode-repeats must be at least 1")
     res = main(a)
     if a.merge and a.out.is_file():  # re-measured runs replace their namesakes in the existing file
         old = json.loads(a.out.read_text(encoding="utf-8"))
