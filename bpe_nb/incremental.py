@@ -142,8 +142,8 @@ def _flatten(words: Sequence[bytes]  # each pre-token's bytes
 # %% ../nbs/02_incremental_trainer.ipynb #7a483179
 def _runs(keys: np.ndarray  # one key per item
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "Sort `keys` (stable): `(order, distinct keys, start of each key's run in the sorted order)`."
-    order = np.argsort(keys, kind="stable")
+    "Group `keys` by sorting: `(order, distinct keys, start of each key's run in the sorted order)`; a run's order is any."
+    order = np.argsort(keys)
     k = keys[order]
     change = np.empty(len(k), dtype=bool)
     change[:1] = True
