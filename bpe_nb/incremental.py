@@ -243,9 +243,9 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
     gc.disable()  # millions of objects, no cycles: the collector would only walk them again and again
     try:
         run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
-        sym, wid = _flatten([bytes(w) for w, _ in run.words])
-        w = np.array([0] + [n for _, n in run.words], dtype=np.int64)[wid + 1]
-        run.words = None; del wid  # the array holds them now
+        sym, wid = _flatten([p for p, _ in run.pretokens])
+        w = np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1]
+        run.pretokens = None; del wid  # the arrays hold them now
         nxt = np.arange(1, len(sym) + 1, dtype=np.int32); nxt[-1] = len(sym) - 1
         prv = np.arange(-1, len(sym) - 1, dtype=np.int32); prv[0] = 0
         pair_counts, where = _pair_index(sym, w)

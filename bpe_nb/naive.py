@@ -97,13 +97,18 @@ class TrainingRun:
                  trainer: str = "",  # the trainer's name, recorded in `info` and shown on the bar
                 ):
         self.special_tokens = _check_run_args(vocab_size, special_tokens, tie_break)
-        self.words: list[tuple[tuple[int, ...], int]] = _pretoken_symbols(counts)  # byte ids, count
+        self.pretokens: list[tuple[bytes, int]] = _pretokens(counts)  # those that hold a pair, with their counts
         self.tie_break, self.trainer, self.vocab_size_requested = tie_break, trainer, vocab_size
         self.planned = vocab_size - 256 - len(self.special_tokens)  # merges wanted
         self.vocab: list[bytes] = [bytes([i]) for i in range(256)]  # id -> bytes, grows with each merge
         self.order: list = [_token_order(tie_break, b, i) for i, b in enumerate(self.vocab)]  # id -> tie key
         self.merges: list[tuple[int, int]] = []  # merged id pairs, in order
         self._report, self._close = _progress_reporter(progress, self.planned, trainer or "BPE")
+
+    @property
+    def words(self) -> list[tuple[tuple[int, ...], int]]:
+        "Each pre-token as a tuple of byte ids (the symbols the trainers merge), with its count."
+        return [(tuple(w), n) for w, n in self.pretokens]
 
 # %% ../nbs/01_naive_trainer.ipynb #57ebfb6f
 @patch
@@ -240,16 +245,16 @@ def _check_run_args(vocab_size, special_tokens, tie_break) -> tuple[str, ...]:
     return specials
 
 # %% ../nbs/01_naive_trainer.ipynb #5539dfa6
-def _pretoken_symbols(counts: Mapping[bytes, int]  # pre-token bytes -> count
-                     ) -> list[tuple[tuple[int, ...], int]]:
-    "Check the count table and turn it into `(byte ids, count)` for each pre-token that holds a pair."
+def _pretokens(counts: Mapping[bytes, int]  # pre-token bytes -> count
+              ) -> list[tuple[bytes, int]]:
+    "Check the count table; return `(pre-token, count)` for each pre-token that holds a pair."
     if not isinstance(counts, Mapping): raise TypeError(f"counts must be a mapping bytes -> int, got {type(counts).__name__}")
     words = []
     for w, n in counts.items():
         if not isinstance(w, bytes): raise TypeError(f"pre-tokens must be bytes, got {w!r}")
         if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"count of {w!r} must be an int, got {n!r}")
         if n < 0: raise ValueError(f"count of {w!r} is negative: {n}")
-        if n and len(w) > 1: words.append((tuple(w), n))  # a single byte (or a zero count) has no pair
+        if n and len(w) > 1: words.append((w, n))  # a single byte (or a zero count) has no pair
     return words
 
 # %% ../nbs/01_naive_trainer.ipynb #58e8a28f
