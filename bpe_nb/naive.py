@@ -249,7 +249,9 @@ def _pretokens(counts: Mapping[bytes, int]  # pre-token bytes -> count
               ) -> list[tuple[bytes, int]]:
     "Check the count table; return `(pre-token, count)` for each pre-token that holds a pair."
     if not isinstance(counts, Mapping): raise TypeError(f"counts must be a mapping bytes -> int, got {type(counts).__name__}")
-    words = []
+    if set(map(type, counts)) <= {bytes} and set(map(type, counts.values())) <= {int} and min(counts.values(), default=0) >= 0:
+        return [(w, n) for w, n in counts.items() if n and len(w) > 1]  # all valid: checked in C, by type
+    words = []  # else find the entry at fault, and accept any int (an `IntEnum`, say) that is not a bool
     for w, n in counts.items():
         if not isinstance(w, bytes): raise TypeError(f"pre-tokens must be bytes, got {w!r}")
         if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"count of {w!r} must be an int, got {n!r}")
