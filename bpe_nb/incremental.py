@@ -119,7 +119,7 @@ def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> 
                             ) -> BPEModel:
     "Learn the merges of `train_naive`, updating pair counts incrementally and picking pairs from a lazy heap (the loop as explained)."
     run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
-    words, freq = [list(w) for w, _ in run.words], [n for _, n in run.words]
+    words, freq = [list(p) for p, _ in run.pretokens], [n for _, n in run.pretokens]
     pair_counts, where = count_pairs(words, freq)
     _merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, words, freq, where))
     return run.model()
