@@ -621,6 +621,16 @@ def _n_workers(workers) -> int:
     return workers
 
 # %% ../nbs/04_encoder.ipynb #102f783b
+def _encode_texts(tok: Tokenizer, texts: list[str], rx,  # `rx`: the special tokens to honour, as `_encode` takes it
+                  first: int = 0  # the index of `texts[0]` in the whole batch, for error messages
+                 ) -> list[list[int]]:
+    "`_encode` each text; an error names the text at fault (`texts[i]: ...`)."
+    out = []
+    for i, t in enumerate(texts):
+        try: out.append(tok._encode(t, rx))
+        except ValueError as e: raise ValueError(f"texts[{first + i}]: {e}") from e
+    return out
+
 @patch
 def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
                  *, workers: int | None = None,  # processes for a large batch; None: one per CPU
@@ -639,11 +649,7 @@ def encode_batch(self: Tokenizer, texts: Iterable[str],  # the texts to encode
             except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
     n = _n_workers(workers if workers is not None else num_threads)
     if n < _BATCH_MIN_WORKERS or len(texts) < 2 or sum(map(len, texts)) < _BATCH_MIN_CHARS:
-        out = []
-        for i, t in enumerate(texts):
-            try: out.append(self._encode(t, rx))
-            except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
-        return out
+        return _encode_texts(self, texts, rx)
     return _encode_in_pool(self, texts, n, allowed_special, disallowed_special)  # engineering notes
 
 @patch
@@ -782,10 +788,7 @@ def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disa
     "Encode a group of texts (in a worker: with its tokenizer when `tok` is None): all ids in one array, and the ends."
     tok = tok or _WORKER_TOKENIZER
     rx = tok._special_rules(allowed_special, disallowed_special)[0]
-    ids = []
-    for i, t in enumerate(texts):
-        try: ids.append(tok._encode(t, rx))
-        except ValueError as e: raise ValueError(f"texts[{first + i}]: {e}") from e
+    ids = _encode_texts(tok, texts, rx, first)
     ends = np.cumsum([len(x) for x in ids]).tolist()
     return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 
