@@ -5,6 +5,7 @@
 # %% ../nbs/04_encoder.ipynb #60033c60
 from __future__ import annotations
 import heapq
+from array import array
 import json
 import os
 import re
@@ -792,6 +793,13 @@ def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disa
     ends = np.cumsum([len(x) for x in ids]).tolist()
     return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=ends[-1] if ends else 0), ends
 
+# %% ../nbs/04_encoder.ipynb #0ea41cab
+def _ids_array(ids: list[int], dtype: str | np.dtype) -> np.ndarray:
+    "A list of ids (each fits `dtype`) as a NumPy array of `dtype`, read through `array.array`."
+    dt = np.dtype(dtype)
+    code, wide = ("I", np.uint32) if dt.itemsize <= 4 else ("Q", np.uint64)
+    return np.frombuffer(array(code, ids), dtype=wide).astype(dt, copy=False)
+
 # %% ../nbs/04_encoder.ipynb #b5cc6fa3
 _FILE_MIN_RANGE = 1 << 20  # bytes: `encode_file` does not plan ranges smaller than this
 _FILE_PIECE = 1 << 20  # bytes a worker reads, decodes and encodes at a time
@@ -801,7 +809,7 @@ def _encode_pieces(tok: Tokenizer, path: str, start: int, end: int, dtype: str, 
     "The ids of bytes `start:end` of `path`, one array per piece read, each with the piece's size in bytes."
     for piece in read_pieces(path, start, end, tuple(tok.special_tokens), tok.pattern, errors=errors,
                              piece_size=piece_size):
-        yield piece.size, np.array(tok.encode(piece.text), dtype=dtype)
+        yield piece.size, _ids_array(tok.encode(piece.text), dtype)
 
 def _encode_range(tok: Tokenizer | None, path: str, start: int, end: int, dtype: str, errors: str,
                   piece_size: int) -> np.ndarray:
