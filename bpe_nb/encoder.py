@@ -11,7 +11,9 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import reduce
 from itertools import accumulate, chain, islice
+from operator import iadd
 from pathlib import Path
 from typing import NamedTuple
 
@@ -294,7 +296,7 @@ def _encode_ordinary(self: Tokenizer, text: str, out: list[int]):
     elif text.isascii(): pieces = self._find_ascii(text)
     else: pieces = _find_mixed(text, self._find_ascii, self._find)
     if self._check_cover and sum(map(len, pieces)) != len(text): raise _NotCovered()
-    out.extend(chain.from_iterable(map(self._cache.__getitem__, pieces)))
+    reduce(iadd, map(self._cache.__getitem__, pieces), out)
 
 @patch
 def _coverage_error(self: Tokenizer, text: str, base: int = 0) -> ValueError:
