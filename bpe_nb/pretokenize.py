@@ -253,6 +253,6 @@ def printable_to_bytes(s: str) -> bytes:
 
 # %% ../nbs/00_pretokenize.ipynb #2aa1ef97
 _POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
-_GPT2_ASCII = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+{p}| ?[0-9]+{p}| ?[^\t-\r A-Za-z0-9]+{p}"""
+_GPT2_ASCII = re.compile(r""" ?[A-Za-z]+{p}|'(?:[sdmt]|ll|ve|re)| ?[^\t-\r A-Za-z0-9]+{p}| ?[0-9]+{p}"""
                          r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
 "GPT-2's pattern for `re`: the same matches as `GPT2_PATTERN` on pure-ASCII text, and only there."
