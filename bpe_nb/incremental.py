@@ -5,9 +5,12 @@
 # %% ../nbs/02_incremental_trainer.ipynb #f388a04b
 from __future__ import annotations
 import gc
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
+from itertools import repeat
+from operator import neg
 
 # %% auto #0
 __all__ = ['count_pairs', 'pop_best', 'apply_merge', 'update_counts', 'train_incremental_simple', 'train_incremental']
@@ -195,27 +198,71 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
                      ) -> dict[tuple[int, int], int]:
     "`apply_merge` on the flat array: merge `pair` at all its live sites at once; return each pair's count change."
     a, b = pair
-    P = _live_sites(where.pop(pair), a, b, sym, nxt, prv)
+    P = _live_sites(np.asarray(where.pop(pair)), a, b, sym, nxt, prv)
     Q = nxt[P]; R = nxt[Q]
     sym[P] = new; sym[Q] = _DEAD; nxt[P] = R; prv[R] = P  # rewrite
     wt, L = w[P], prv[P]
     x, y = sym[L], sym[R]
     ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
     keys = np.concatenate((x[ml], y[mr].astype(np.int64) + _RIGHT))
+    if not len(keys): return {pair: -int(wt.sum())}  # every site stands alone in its pre-token
     order, distinct, starts = _runs(keys)
-    delta = defaultdict(int)
-    delta[pair] = -int(wt.sum())
-    if len(distinct):
-        sums = np.add.reduceat(np.concatenate((wt[ml], wt[mr]))[order], starts).tolist()
-        at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
-        bounds = starts.tolist() + [len(keys)]
-        for key, s, lo, hi in zip(distinct.tolist(), sums, bounds, bounds[1:]):
-            if key >= _RIGHT: yk = key - _RIGHT; delta[(b, yk)] -= s; p = (new, yk)
-            elif key == new: delta[(b, a)] -= s; p = (new, new)
-            else: delta[(key, a)] -= s; p = (key, new)
-            delta[p] += s
-            if p in where: raise AssertionError(f"pair {p} registered twice")  # a bookkeeping bug: p holds `new`
-            where[p] = at[lo:hi]
+    sums = np.add.reduceat(np.concatenate((wt[ml], wt[mr]))[order], starts).tolist()
+    at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
+    nl = int(np.searchsorted(distinct, _RIGHT))  # the left neighbours' keys sort first
+    xs, ys = distinct[:nl].tolist(), (distinct[nl:] - _RIGHT).tolist()
+    born = [*zip(xs, repeat(new)), *zip(repeat(new), ys)]  # (x, t) and (t, y); a left t gives (t, t)
+    if not where.keys().isdisjoint(born): raise AssertionError(f"a pair of {new} registered twice")  # a bug
+    bounds = starts.tolist() + [len(keys)]
+    where.update(zip(born, map(at.__getitem__, map(slice, bounds, bounds[1:]))))
+    gone = [*zip(xs, repeat(a)), *zip(repeat(b), ys), pair]  # (x, a) and (b, y), and the pair at every site
+    if xs and xs[-1] == new: gone[nl - 1] = (b, a)  # a left t (the largest id, so last) withdrew (b, a)
+    sums.append(int(wt.sum()))
+    delta = dict(zip(born, sums))
+    if len(set(gone)) == len(gone): delta.update(zip(gone, map(neg, sums)))
+    else:
+        for p, s in zip(gone, sums): delta[p] = delta.get(p, 0) - s  # (b, a) more than once
+    return delta
+
+# %% ../nbs/02_incremental_trainer.ipynb #abe857ca
+_TYPECODES = {np.dtype(np.int32): "i", np.dtype(np.int64): "q"}
+
+def _twin(a: np.ndarray  # a 1-d int32 or int64 array
+         ) -> tuple[array, np.ndarray]:
+    "A copy of `a` as an `array.array` (fast single items) and a NumPy view of the same memory (fast selections)."
+    t = array(_TYPECODES[a.dtype], [0]) * len(a)
+    view = np.frombuffer(t, dtype=a.dtype)
+    view[:] = a
+    return t, view
+
+# %% ../nbs/02_incremental_trainer.ipynb #8f68cbeb
+_SMALL_MERGE = 24  # a pair listed at this many positions or fewer is merged by `_apply_merge_small`
+
+def _apply_merge_small(pair: tuple[int, int],  # the pair being merged
+                       new: int,  # its new id
+                       sym: array, nxt: array, prv: array,  # the symbols and their links, as `array.array`s (updated)
+                       w: array,  # the count of each position's pre-token
+                       where: dict[tuple[int, int], np.ndarray | list[int]]  # pair -> positions; gains the new pairs
+                      ) -> dict[tuple[int, int], int]:
+    "`_apply_merge_flat` one site at a time, in Python: for a pair listed at few positions."
+    a, b = pair
+    sites = []
+    P = where.pop(pair)
+    for p in sorted(P.tolist() if isinstance(P, np.ndarray) else P):  # ints, not NumPy scalars
+        if sym[p] == a and sym[nxt[p]] == b and not (sites and nxt[sites[-1]] == p): sites.append(p)
+    for p in sites:  # rewrite
+        q = nxt[p]; r = nxt[q]
+        sym[p] = new; sym[q] = _DEAD; nxt[p] = r; prv[r] = p
+    delta, born = defaultdict(int), defaultdict(list)
+    for p in sites:
+        n, x, y = w[p], sym[prv[p]], sym[nxt[p]]
+        delta[pair] -= n
+        if x >= 0:  # withdraw (x, a), or (b, a) after a site; register (x, t)
+            delta[(b, a) if x == new else (x, a)] -= n; delta[(x, new)] += n; born[(x, new)].append(prv[p])
+        if y >= 0 and y != new:  # withdraw (b, y), register (t, y)
+            delta[(b, y)] -= n; delta[(new, y)] += n; born[(new, y)].append(p)
+    if not where.keys().isdisjoint(born): raise AssertionError(f"a pair of {new} registered twice")  # a bug
+    where.update(born)
     return delta
 
 # %% ../nbs/02_incremental_trainer.ipynb #7c7f45f9
@@ -248,9 +295,13 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
         run.pretokens = None; del wid  # the arrays hold them now
         nxt = np.arange(1, len(sym) + 1, dtype=np.int32); nxt[-1] = len(sym) - 1
         prv = np.arange(-1, len(sym) - 1, dtype=np.int32); prv[0] = 0
+        (sym_a, sym), (nxt_a, nxt), (prv_a, prv), (w_a, w) = map(_twin, (sym, nxt, prv, w))
         pair_counts, where = _pair_index(sym, w)
-        _merge_loop(run, pair_counts, lambda pair, new: _apply_merge_flat(pair, new, sym, nxt, prv, w, where))
-        del sym, nxt, prv, w, where, pair_counts  # freed while the collector is still off
+        def apply(pair, new):
+            if len(where[pair]) <= _SMALL_MERGE: return _apply_merge_small(pair, new, sym_a, nxt_a, prv_a, w_a, where)
+            return _apply_merge_flat(pair, new, sym, nxt, prv, w, where)
+        _merge_loop(run, pair_counts, apply)
+        del sym, nxt, prv, w, sym_a, nxt_a, prv_a, w_a, where, pair_counts, apply  # freed while the collector is off
     finally:
         if enabled: gc.enable()
     return run.model()

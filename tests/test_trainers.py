@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from bpe_nb import incremental
 from bpe_nb.incremental import train_incremental, train_incremental_simple
 from bpe_nb.naive import BPEModel, EarlyStopWarning, MergeProgress, merge_pair, train_naive
 from bpe_nb.pretokenize import count_pretokens, printable_to_bytes
@@ -63,16 +64,25 @@ def corpora(draw):
     return counts, size, specials
 
 
+def fast_with(small: int, *args, **kwargs) -> BPEModel:
+    "`train_incremental` with merges listed at `small` positions or fewer done in Python (0: all in arrays)."
+    saved = incremental._SMALL_MERGE
+    incremental._SMALL_MERGE = small
+    try: return train_quiet(train_incremental, *args, **kwargs)
+    finally: incremental._SMALL_MERGE = saved
+
+
 def assert_same_training(counts, size, specials, tie_break):
     slow = train_quiet(train_naive, counts, size, specials, tie_break=tie_break)
-    fast = train_quiet(train_incremental, counts, size, specials, tie_break=tie_break)
     simple = train_quiet(train_incremental_simple, counts, size, specials, tie_break=tie_break)
     assert simple == slow and simple.info["stopped_early"] == slow.info["stopped_early"]
-    assert fast.merges == slow.merges
-    assert fast.vocab == slow.vocab
-    assert fast.special_tokens == slow.special_tokens
-    assert fast.info["stopped_early"] == slow.info["stopped_early"]
-    check_layout(fast, specials)
+    for small in (0, 2, 10**9):  # every merge in arrays; split by size; every merge in Python
+        fast = fast_with(small, counts, size, specials, tie_break=tie_break)
+        assert fast.merges == slow.merges
+        assert fast.vocab == slow.vocab
+        assert fast.special_tokens == slow.special_tokens
+        assert fast.info["stopped_early"] == slow.info["stopped_early"]
+        check_layout(fast, specials)
 
 
 @settings(max_examples=150, deadline=None)
@@ -283,18 +293,20 @@ def test_models_compare_without_info():
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 def test_fast_equals_simple_on_tinystories(tinystories_sample, tie_break):
     counts = count_pretokens(tinystories_sample.read_text(encoding="utf-8"), [EOT])
-    fast = train_quiet(train_incremental, counts, 10_000, [EOT], tie_break=tie_break)
     simple = train_quiet(train_incremental_simple, counts, 10_000, [EOT], tie_break=tie_break)
-    assert fast == simple and fast.info == simple.info
+    for small in (0, incremental._SMALL_MERGE, 10**9):
+        fast = fast_with(small, counts, 10_000, [EOT], tie_break=tie_break)
+        assert fast == simple and fast.info == simple.info
 
 
 def test_fast_ids_past_the_surrogate_block():
     "More than 55,040 merges: token ids from 0xD800 on are stored as characters shifted past the surrogates."
     rng = random.Random(3)
     counts = Counter(bytes(rng.randrange(256) for _ in range(6)) for _ in range(14_000))
-    fast = train_quiet(train_incremental, counts, 80_000)
-    assert len(fast.merges) > 0xD800 - 256 + 100
-    assert fast == train_quiet(train_incremental_simple, counts, 80_000)
+    simple = train_quiet(train_incremental_simple, counts, 80_000)
+    assert len(simple.merges) > 0xD800 - 256 + 100
+    for small in (0, incremental._SMALL_MERGE):
+        assert fast_with(small, counts, 80_000) == simple
 
 
 def test_fast_restores_the_garbage_collector():
