@@ -146,7 +146,7 @@ def _flatten(words: Sequence[bytes]  # each pre-token's bytes
 def _runs(keys: np.ndarray  # one key per item
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "Group `keys` by sorting: `(order, distinct keys, start of each key's run in the sorted order)`; a run's order is any."
-    order = np.argsort(keys)
+    order = np.argsort(keys, kind="stable" if keys.dtype.itemsize <= 2 else None)  # stable: radix sort
     k = keys[order]
     change = np.empty(len(k), dtype=bool)
     change[:1] = True
@@ -155,19 +155,18 @@ def _runs(keys: np.ndarray  # one key per item
     return order, k[starts], starts
 
 # %% ../nbs/02_incremental_trainer.ipynb #42ad6ffe
-def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten`
+def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten` (every one a byte)
                 w: np.ndarray  # the count of each position's pre-token
                ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], np.ndarray]]:
     "`count_pairs` on the flat array: `(pair_counts, where)`, where `where[pair]` is an array of positions."
     p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(np.int32)
-    keys = sym[p].astype(np.int64) << 32
-    keys |= sym[p + 1]
+    keys = (sym[p] << 8 | sym[p + 1]).astype(np.uint16)  # symbols are bytes here
     order, distinct, starts = _runs(keys)
     n = len(keys); del keys  # the temporaries go as soon as they are used: this is the run's memory peak
     p = p[order]
     counts = np.add.reduceat(w[p], starts).tolist() if n else []
     del order
-    pairs = [(k >> 32, k & 0xFFFFFFFF) for k in distinct.tolist()]
+    pairs = [(k >> 8, k & 0xFF) for k in distinct.tolist()]
     bounds = starts.tolist() + [n]
     where = {pair: p[lo:hi] for pair, lo, hi in zip(pairs, bounds, bounds[1:])}
     return dict(zip(pairs, counts)), where
