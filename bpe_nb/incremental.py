@@ -193,7 +193,7 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
                       new: int,  # its new id
                       sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray,  # the symbols and their links (updated)
                       w: np.ndarray,  # the count of each position's pre-token
-                      where: dict[tuple[int, int], np.ndarray]  # pair -> positions; gains the new pairs
+                      where: dict[tuple[int, int], np.ndarray | list[int]]  # pair -> positions (lists from small merges); gains the new pairs
                      ) -> dict[tuple[int, int], int]:
     "`apply_merge` on the flat array: merge `pair` at all its live sites at once; return each pair's count change."
     a, b = pair
@@ -224,7 +224,7 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
     return delta
 
 # %% ../nbs/02_incremental_trainer.ipynb #abe857ca
-_TYPECODES = {np.dtype(np.int32): "i", np.dtype(np.int64): "q"}
+_TYPECODES = {np.dtype(np.intc): "i", np.dtype(np.longlong): "q"}  # int32 and int64 on every platform we run on
 
 def _twin(a: np.ndarray  # a 1-d int32 or int64 array
          ) -> tuple[array, np.ndarray]:
@@ -233,6 +233,15 @@ def _twin(a: np.ndarray  # a 1-d int32 or int64 array
     view = np.frombuffer(t, dtype=a.dtype)
     view[:] = a
     return t, view
+
+# %% ../nbs/02_incremental_trainer.ipynb #ef5eca71
+def _links(n: int  # positions in the flat array (at least one: the final separator)
+          ) -> tuple[tuple[array, np.ndarray], tuple[array, np.ndarray]]:
+    "Twins of `nxt` and `prv` for `n` positions: `nxt[i] = i + 1`, `prv[i] = i - 1`, each end pointing at itself."
+    nxt = np.arange(1, n + 1, dtype=np.int32); nxt[-1] = n - 1
+    nxt = _twin(nxt)  # one copy at a time: the original goes before the next array is made
+    prv = np.arange(-1, n - 1, dtype=np.int32); prv[0] = 0
+    return nxt, _twin(prv)
 
 # %% ../nbs/02_incremental_trainer.ipynb #8f68cbeb
 _SMALL_MERGE = 24  # a pair listed at this many positions or fewer is merged by `_apply_merge_small`
@@ -290,11 +299,10 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
     try:
         run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
         sym, wid = _flatten([p for p, _ in run.pretokens])
-        w = np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1]
+        sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
+        w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])
         run.pretokens = None; del wid  # the arrays hold them now
-        nxt = np.arange(1, len(sym) + 1, dtype=np.int32); nxt[-1] = len(sym) - 1
-        prv = np.arange(-1, len(sym) - 1, dtype=np.int32); prv[0] = 0
-        (sym_a, sym), (nxt_a, nxt), (prv_a, prv), (w_a, w) = map(_twin, (sym, nxt, prv, w))
+        (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
         pair_counts, where = _pair_index(sym, w)
         def apply(pair, new):
             if len(where[pair]) <= _SMALL_MERGE: return _apply_merge_small(pair, new, sym_a, nxt_a, prv_a, w_a, where)

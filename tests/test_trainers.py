@@ -323,3 +323,44 @@ def test_fast_restores_the_garbage_collector():
         assert not gc.isenabled()       # left as it was found
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("small", [0, 2, 10**9])
+def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
+    "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the links, the index."
+    import numpy as np
+    arrays, index, checked, active = [], {}, [], [False]
+    real_twin, real_index, real_update = incremental._twin, incremental._pair_index, incremental.update_counts
+    def twin(a):
+        t = real_twin(a); arrays.append(t[0]); return t
+    def pair_index(sym, w):
+        pc, where = real_index(sym, w); index["where"] = where; return pc, where
+    def update(delta, pair_counts, heap, rank):
+        real_update(delta, pair_counts, heap, rank)
+        if not active[0]: return  # the simple loop shares `update_counts`
+        sym, w, nxt, prv = arrays[-4:]  # made in this order by `train_incremental`
+        live, sites = Counter(), {}
+        for p in range(len(sym)):
+            q = nxt[p]
+            if sym[p] >= 0 and q != p and sym[q] >= 0:
+                assert prv[q] == p
+                live[(sym[p], sym[q])] += w[p]; sites.setdefault((sym[p], sym[q]), set()).add(p)
+        assert live == pair_counts
+        for pair, ps in sites.items(): assert ps <= set(np.asarray(index["where"][pair]).tolist())
+        checked.append(len(sites))
+    monkeypatch.setattr(incremental, "_twin", twin)
+    monkeypatch.setattr(incremental, "_pair_index", pair_index)
+    monkeypatch.setattr(incremental, "update_counts", update)
+    monkeypatch.setattr(incremental, "_SMALL_MERGE", small)
+    rng = random.Random(small)
+    motifs = [b"aaaa", b"abab", b"abba", b"aabaab", b"ab", b"ba", b"b", b"a", b"c", b"\xff\x00"]
+    for _ in range(40):
+        counts = Counter()
+        for _ in range(rng.randrange(1, 30)):
+            counts[b"".join(rng.choice(motifs) for _ in range(rng.randrange(1, 6)))] += rng.choice([1, 2, 37, 10**12])
+        size, tb = rng.randrange(257, 300), rng.choice(TIE_BREAKS)
+        active[0] = True
+        fast = train_quiet(train_incremental, dict(counts), size, tie_break=tb)
+        active[0] = False
+        assert fast.merges == train_quiet(train_incremental_simple, dict(counts), size, tie_break=tb).merges
+    assert len(checked) > 400  # the check ran after every merge
