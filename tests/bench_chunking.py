@@ -3,7 +3,9 @@
 Run:  python tests/bench_chunking.py            (about 2 minutes on 2 cores; needs psutil and tokenizers)
       python tests/bench_chunking.py --sizes 20 80 --repeats 1    (a quicker look)
       python tests/bench_chunking.py --memory 64 256   (the parent's memory against the final Counter, on real text;
-                                                        add --trace for tracemalloc too: slow, forked workers trace as well)
+                                                        add --trace for tracemalloc too: slow, forked workers trace as well;
+                                                        a size beyond the machine's text is topped up with rot13
+                                                        copies of its documents: `--memory 447` is the issue's size)
 
 It builds 100 MB and 400 MB files by repeating the bundled 1 MB TinyStories sample in a temporary
 directory (deleted afterwards) and, for each file and for 1 and 2 workers, counts its pre-tokens in a
@@ -86,30 +88,36 @@ def one_memory(path: str, workers: int, trace: bool) -> dict:
                 ranges=len(file_ranges(path, workers, [EOT], GPT2_PATTERN)))
 
 
-def memory_main(sizes: list[int], trace: bool = False):
-    "The parent's peak while counting real text (the machine's own files, as tests/bench_scale.py builds them)."
+def memory_main(sizes: list[int], trace: bool = False, repeats: int = 3):
+    "The parent's peak while counting real text (the machine's own files, as tests/bench_scale.py builds them), `repeats` runs each."
     sys.path.insert(0, str(ROOT / "tests"))
     from bench_scale import build_corpus
     mb = lambda b: f"{b / 2**20:7.1f} MiB"
     print("command:", "python tests/bench_chunking.py", *sys.argv[1:])
     print("machine:", _machine())
+    print("load average at start:", _load())
+    for var in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):  # glibc's allocator settings, if fixed for the run
+        if var in os.environ: print(f"environment: {var}={os.environ[var]}")
     tmp = Path(tempfile.mkdtemp(prefix="bench_chunking_mem_"))
     try:
         for size_mb in sizes:
             path = tmp / f"corpus_{size_mb}MB.txt"
-            rec = build_corpus(size_mb, path)
-            print(f"== {path.name}: {rec['bytes'] / 1e6:.1f} MB from {rec['files']:,} files (sha256 {rec['sha256'][:16]})")
+            rec = build_corpus(size_mb, path, top_up=True)
+            extra = f" + rot13 copies of its first {rec['rot13_copies']:,} documents" if rec.get("rot13_copies") else ""
+            print(f"== {path.name}: {rec['bytes'] / 1e6:.1f} MB from {rec['files']:,} files{extra} (sha256 {rec['sha256'][:16]})")
             for w in (2,):
-                for trace in ((False, True) if trace else (False,)):
+                for trace in [False] * repeats + ([True] if trace else []):
                     r = _child("--memory-one", str(path), str(w), "1" if trace else "0")
                     what = (f"tracemalloc peak {mb(r['traced_peak'])} = {r['traced_peak'] / r['final']:.2f}x the final Counter"
                             if trace else f"RSS peak {mb(r['rss_peak'])} (start {mb(r['rss_start'])}; growth "
-                            f"{mb(r['rss_peak'] - r['rss_start'])} = {(r['rss_peak'] - r['rss_start']) / r['final']:.2f}x the final Counter)")
+                            f"{mb(r['rss_peak'] - r['rss_start'])} = {(r['rss_peak'] - r['rss_start']) / r['final']:.2f}x the final Counter; "
+                            f"the whole peak is {r['rss_peak'] / r['final']:.2f}x it)")
                     print(f"  workers={w}, {r['ranges']} ranges: {r['distinct']:,} distinct pre-tokens, final Counter "
                           f"{mb(r['final'])}; parent {what}; {r['seconds']:.1f} s")
             path.unlink()
     finally:
         shutil.rmtree(tmp)
+    print("load average at end:", _load())
 
 
 def one_train(which: str, repeats: int) -> dict:
@@ -163,6 +171,9 @@ def _child(*args: str, env: dict | None = None) -> dict:
     out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True,
                          env={**os.environ, **(env or {})})
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _load() -> str: return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _machine() -> str:
@@ -239,7 +250,7 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--memory-one":
         print(json.dumps(one_memory(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))
     elif len(sys.argv) > 1 and sys.argv[1] == "--memory":
-        memory_main([int(x) for x in sys.argv[2:] if x != "--trace"] or [64], "--trace" in sys.argv)
+        memory_main([int(x) for x in sys.argv[2:] if x != "--trace"] or [64], "--trace" in sys.argv)  # 3 runs of each
     elif len(sys.argv) > 1 and sys.argv[1] == "--train":
         print(json.dumps(one_train(sys.argv[2], int(sys.argv[3]))))
     else:

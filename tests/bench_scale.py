@@ -49,8 +49,13 @@ def corpus_roots() -> list[Path]:
     return [r for r in roots if r.is_dir()]
 
 
+_ROT13 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                         b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+
+
 def build_corpus(size_mb: int,  # the corpus size, in 10**6 bytes (it stops at the first file past it)
-                 dest: Path  # where to write it
+                 dest: Path,  # where to write it
+                 top_up: bool = False  # if the machine has too little text, add rot13 copies of its documents
                 ) -> dict:
     "Write the corpus (text files of the machine joined by <|endoftext|>) to `dest`; return its record."
     target, sep, seen = size_mb * 10**6, EOT.encode(), set()
@@ -75,7 +80,29 @@ def build_corpus(size_mb: int,  # the corpus size, in 10**6 bytes (it stops at t
                     if written: out.write(sep); h.update(sep); written += len(sep)
                     out.write(data); h.update(data); written += len(data); n_files += 1
                     if written >= target: return dict(bytes=written, files=n_files, sha256=h.hexdigest())
-    raise RuntimeError(f"only {written / 1e6:.1f} MB of text found under {corpus_roots()}: ask for less")
+    if top_up and written:
+        return _top_up(dest, target, h, written, n_files)
+    raise RuntimeError(f"only {written / 1e6:.1f} MB of text found under {corpus_roots()}: ask for less"
+                       + ("" if top_up else ", or top it up with rot13 copies"))
+
+
+def _top_up(dest: Path, target: int, h, written: int, n_files: int) -> dict:
+    "Append rot13 copies of `dest`'s documents, in order, until it holds `target` bytes (new words, same shapes)."
+    sep, copies, tail = EOT.encode(), 0, b""
+    with open(dest, "rb") as src, open(dest, "ab") as out:
+        todo = written  # read only what the machine gave: the copies are never copied again
+        while todo:
+            block = src.read(min(1 << 20, todo)); todo -= len(block)
+            docs = (tail + block).split(sep)
+            tail = docs.pop() if todo else b""
+            for doc in docs:
+                doc = doc.translate(_ROT13)
+                if sep in doc: continue  # rot13 made a separator: leave that document out
+                out.write(sep); out.write(doc); h.update(sep); h.update(doc)
+                written += len(sep) + len(doc); copies += 1
+                if written >= target:
+                    return dict(bytes=written, files=n_files, rot13_copies=copies, sha256=h.hexdigest())
+    raise RuntimeError(f"only {written / 1e6:.1f} MB with one rot13 copy of the machine's text: ask for less")
 
 
 def _load() -> list[float]: return [round(x, 2) for x in os.getloadavg()]
