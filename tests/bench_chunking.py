@@ -67,14 +67,37 @@ def _deep_size(c) -> int:
     return sys.getsizeof(c) + sum(sys.getsizeof(k) + (sys.getsizeof(v) if v > 256 else 0) for k, v in c.items())
 
 
+def _hwm() -> int | None:
+    "The kernel's high-water mark of this process's resident memory, in bytes (Linux; None elsewhere)."
+    try:
+        with open("/proc/self/status") as f: return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM"))
+    except (OSError, StopIteration): return None
+
+
+def _reset_hwm():
+    "Start the high-water mark again from the current resident memory (Linux)."
+    try:
+        with open("/proc/self/clear_refs", "w") as f: f.write("5")
+    except OSError: pass
+
+
 def one_memory(path: str, workers: int, trace: bool) -> dict:
-    "Count `path` with `workers` in this (fresh) process: the parent's peak (RSS above its start, or tracemalloc) and the final Counter."
+    "Count `path` with `workers` in this (fresh) process: the parent's peak (RSS, sampled and high-water mark; or tracemalloc) and the final Counter."
     import tracemalloc
     from bpe_nb.chunking import count_pretokens_file, file_ranges
     from bpe_nb.pretokenize import GPT2_PATTERN
-    stop, peaks = threading.Event(), {}
+    from bpe_nb import chunking
+    stop, peaks, phases = threading.Event(), {}, {}
+    sort = chunking._Total.sorted
+    def timed_sort(total):  # the peak up to the end of the folding, then the peak of the final sort, apart
+        phases["fold"] = _hwm(); _reset_hwm()
+        out = sort(total)
+        phases["sort"] = _hwm()
+        return out
+    chunking._Total.sorted = timed_sort
     import psutil
     start_rss = psutil.Process().memory_info().rss
+    _reset_hwm()
     t = threading.Thread(target=_peak_sampler, args=(stop, peaks), daemon=True); t.start()
     if trace: tracemalloc.start()
     t0 = time.perf_counter()
@@ -83,8 +106,11 @@ def one_memory(path: str, workers: int, trace: bool) -> dict:
     traced = tracemalloc.get_traced_memory()[1] if trace else None
     if trace: tracemalloc.stop()
     stop.set(); t.join()
+    # the sampler needs the GIL, and a long C call (a dict's resize, a sort) holds it: the high-water marks see those peaks too
+    marks = [m for m in (phases.get("fold"), phases.get("sort")) if m is not None]
     return dict(workers=workers, seconds=secs, distinct=len(counts), final=_deep_size(counts), traced_peak=traced,
-                rss_start=start_rss, rss_peak=peaks.get("parent", 0),
+                rss_start=start_rss, rss_peak=max([peaks.get("parent", 0), *marks]), rss_peak_sampled=peaks.get("parent", 0),
+                rss_peak_fold=phases.get("fold"), rss_peak_sort=phases.get("sort"),
                 ranges=len(file_ranges(path, workers, [EOT], GPT2_PATTERN)))
 
 
@@ -103,15 +129,18 @@ def memory_main(sizes: list[int], trace: bool = False, repeats: int = 3):
         for size_mb in sizes:
             path = tmp / f"corpus_{size_mb}MB.txt"
             rec = build_corpus(size_mb, path, top_up=True)
-            extra = f" + rot13 copies of its first {rec['rot13_copies']:,} documents" if rec.get("rot13_copies") else ""
+            extra = (f" ({rec['machine_bytes'] / 1e6:.1f} MB) + rot13 copies of {rec['rot13_copies']:,} of their documents "
+                     f"({(rec['bytes'] - rec['machine_bytes']) / 1e6:.1f} MB)" if rec.get("rot13_copies") else "")
             print(f"== {path.name}: {rec['bytes'] / 1e6:.1f} MB from {rec['files']:,} files{extra} (sha256 {rec['sha256'][:16]})")
             for w in (2,):
-                for trace in [False] * repeats + ([True] if trace else []):
-                    r = _child("--memory-one", str(path), str(w), "1" if trace else "0")
+                for traced in [False] * repeats + ([True] if trace else []):
+                    r = _child("--memory-one", str(path), str(w), "1" if traced else "0")
                     what = (f"tracemalloc peak {mb(r['traced_peak'])} = {r['traced_peak'] / r['final']:.2f}x the final Counter"
-                            if trace else f"RSS peak {mb(r['rss_peak'])} (start {mb(r['rss_start'])}; growth "
+                            if traced else f"RSS peak {mb(r['rss_peak'])} (start {mb(r['rss_start'])}; growth "
                             f"{mb(r['rss_peak'] - r['rss_start'])} = {(r['rss_peak'] - r['rss_start']) / r['final']:.2f}x the final Counter; "
-                            f"the whole peak is {r['rss_peak'] / r['final']:.2f}x it)")
+                            f"the whole peak is {r['rss_peak'] / r['final']:.2f}x it" +
+                            (f"; peak while counting and folding {mb(r['rss_peak_fold'])}, while sorting {mb(r['rss_peak_sort'])})"
+                             if r.get("rss_peak_fold") else ")"))
                     print(f"  workers={w}, {r['ranges']} ranges: {r['distinct']:,} distinct pre-tokens, final Counter "
                           f"{mb(r['final'])}; parent {what}; {r['seconds']:.1f} s")
             path.unlink()

@@ -12,7 +12,9 @@ file under the Python installation this script runs on (`sys.base_prefix`), /usr
 /usr/share and /usr/lib/python3*, in sorted path order, skipping files over 1 MB, files that are not
 UTF-8 and files that contain `<|endoftext|>`; the files are joined by `<|endoftext|>` until the size is
 reached. The same machine image gives the same bytes (its SHA-256 is recorded); another image gives a
-similar mix of code and prose.
+similar mix of code and prose. `build_corpus(..., top_up=True)` (tests/bench_chunking.py --memory uses it)
+adds rot13 copies of those documents when the machine has less text than asked: new words, in nearly
+the same shapes (contractions aside: rot13 turns `'t` into `'g`, which the pattern splits differently).
 
 Every training run is a fresh Python process (`bpe_nb.benchmark.run_experiment`, the harness of
 chapter 07): wall time; counting ("pretokenize") and merging split for bpe_nb; peak RSS of the
@@ -83,25 +85,27 @@ def build_corpus(size_mb: int,  # the corpus size, in 10**6 bytes (it stops at t
     if top_up and written:
         return _top_up(dest, target, h, written, n_files)
     raise RuntimeError(f"only {written / 1e6:.1f} MB of text found under {corpus_roots()}: ask for less"
-                       + ("" if top_up else ", or top it up with rot13 copies"))
+                       + ("" if top_up else " (or build it with top_up=True)"))
 
 
 def _top_up(dest: Path, target: int, h, written: int, n_files: int) -> dict:
-    "Append rot13 copies of `dest`'s documents, in order, until it holds `target` bytes (new words, same shapes)."
-    sep, copies, tail = EOT.encode(), 0, b""
+    "Append rot13 copies of `dest`'s documents, in order, until it holds `target` bytes (new words, nearly the same shapes)."
+    sep, copies, skipped, tail, machine = EOT.encode(), 0, 0, b"", written
     with open(dest, "rb") as src, open(dest, "ab") as out:
         todo = written  # read only what the machine gave: the copies are never copied again
         while todo:
             block = src.read(min(1 << 20, todo)); todo -= len(block)
+            if not block: raise RuntimeError(f"{dest} is shorter than the {written:,} bytes just written to it")
             docs = (tail + block).split(sep)
             tail = docs.pop() if todo else b""
             for doc in docs:
                 doc = doc.translate(_ROT13)
-                if sep in doc: continue  # rot13 made a separator: leave that document out
+                if sep in doc: skipped += 1; continue  # rot13 made a separator: leave that document out
                 out.write(sep); out.write(doc); h.update(sep); h.update(doc)
                 written += len(sep) + len(doc); copies += 1
                 if written >= target:
-                    return dict(bytes=written, files=n_files, rot13_copies=copies, sha256=h.hexdigest())
+                    return dict(bytes=written, files=n_files, machine_bytes=machine, rot13_copies=copies,
+                                rot13_skipped=skipped, sha256=h.hexdigest())
     raise RuntimeError(f"only {written / 1e6:.1f} MB with one rot13 copy of the machine's text: ask for less")
 
 
