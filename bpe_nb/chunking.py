@@ -153,7 +153,7 @@ class _Tally:
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
         self.find_ascii = _GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
-        self.heads, self.tails, self.tokens = Counter(), Counter(), Counter()  # str -> count
+        self.parts, self.tokens = Counter(), Counter()  # parts: str (a space was before it) or 1-tuple (none) -> count; tokens: str -> count
         self.specials = 0  # special tokens seen
 
 # %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
@@ -163,13 +163,13 @@ def add(self: _Tally, text: str, offset: int = 0):  # offset: where `text` start
     segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
     self.specials += len(segs) // 2
     if not self.fast: return self._add_checked(text, segs, offset)
-    heads, tails = self.heads, self.tails
+    parts = self.parts
     for seg in islice(segs, 0, None, 2):
         if not seg: continue
-        parts = _split_safe(seg)
-        heads[parts[0]] += 1  # the first part has no space before it
-        tails.update(islice(parts, 1, None))  # every other part had one
-    if len(tails) > self.max_parts: self.flush()
+        cut = _split_safe(seg)
+        parts[(cut[0],)] += 1  # the first part has no space before it: a 1-tuple
+        parts.update(islice(cut, 1, None))  # every other part had one
+    if len(parts) > self.max_parts: self.flush()
 
 # %% ../nbs/03_parallel_chunking.ipynb #e1602e24
 @patch
@@ -189,25 +189,22 @@ def _add_checked(self: _Tally, text: str, segs: list[str], offset: int):
 # %% ../nbs/03_parallel_chunking.ipynb #0ba261e7
 @patch
 def flush(self: _Tally):
-    "Pre-tokenize the distinct parts seen so far into `tokens`."
-    findall, tokens, heads, tails = self.rx.findall, self.tokens, self.heads, self.tails
+    "Pre-tokenize the distinct parts seen so far into `tokens`, in the order they first occurred."
+    findall, tokens = self.rx.findall, self.tokens
     fast = self.find_ascii or findall
-    while heads:  # emptied as it goes: the parts are freed as their pre-tokens are counted
-        part, n = heads.popitem()
-        for t in (fast if part.isascii() else findall)(part): tokens[t] += n
-    while tails:
-        part, n = tails.popitem()
-        for t in (fast if part.isascii() else findall)(" " + part): tokens[t] += n
+    for part, n in self.parts.items():
+        text = part[0] if type(part) is tuple else " " + part  # a 1-tuple had no space before it
+        for t in (fast if text.isascii() else findall)(text): tokens[t] += n
+    self.parts = Counter()
 
 # %% ../nbs/03_parallel_chunking.ipynb #5da19496
 @patch
 def result(self: _Tally) -> Counter[bytes]:
-    "The counts so far, keyed by UTF-8 bytes (only the distinct pre-tokens are encoded)."
+    "The counts so far, keyed by UTF-8 bytes, in the order the pre-tokens first occurred (the tally is emptied)."
     self.flush()
-    tokens, out = self.tokens, Counter()
+    tokens, self.tokens = self.tokens, Counter()
     tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
-    while tokens:  # emptied as it goes, so the two tables are not both full at once
-        t, n = tokens.popitem(); out[t.encode("utf-8")] = n
+    out = Counter(); dict.update(out, zip(map(str.encode, tokens), tokens.values()))  # only the distinct ones are encoded
     return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
@@ -362,14 +359,14 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
                          piece_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
                          min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                         ) -> Counter[bytes]:
-    "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`."
+    "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`, in the same order."
     return _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
 
 # %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
                    n_procs: int, executor: Executor | None,
                    on_started: Callable[[], None] | None = None):  # called once the first tasks are submitted
-    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding each into `total` as it completes."
+    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding them into `total` in file order."
     pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
     def fold(i, result):
         n = ranges[i][1] - ranges[i][0]
@@ -496,7 +493,7 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
     update, _, close = _count_reporter(progress, None, "counting pre-tokens")
     try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
     finally: close()
-    counts = total.sorted()
+    counts = total.result()
     model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
     model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
                       special_tokens_found=total.specials, **record)
@@ -558,14 +555,14 @@ def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_
 # %% ../nbs/03_parallel_chunking.ipynb #d5a58924
 def _fold_completed(pool: Executor,  # where the tasks run
                     tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
-                    fold: Callable[[int, object], None],  # called with (task index, result) as each completes
-                    window: int,  # tasks in flight at most
+                    fold: Callable[[int, object], None],  # called with (task index, result), in task order
+                    window: int,  # tasks running or waiting to be folded, at most
                     on_started: Callable[[], None] | None = None):  # called once, after the first tasks are submitted
-    "Run the tasks on `pool`, at most `window` at a time, folding each result as it completes; raise the first failure."
-    tasks, pending, failed, n = iter(tasks), {}, {}, 0  # pending: future -> task index
+    "Run the tasks on `pool`, at most `window` at a time, folding their results in task order; raise the first failure."
+    tasks, pending, ready, failed, n, turn = iter(tasks), {}, {}, {}, 0, 0  # pending: future -> index; ready: index -> result
     try:
         while True:
-            while len(pending) < window and not failed and (task := next(tasks, None)) is not None:
+            while len(pending) + len(ready) < window and not failed and (task := next(tasks, None)) is not None:
                 pending[pool.submit(*task)] = n; n += 1
             if on_started is not None: on_started(); on_started = None  # a new pool's workers exist now
             if not pending: break
@@ -577,7 +574,9 @@ def _fold_completed(pool: Executor,  # where the tasks run
                     failed[i] = fut.exception()
                     for later, j in pending.items():
                         if j > i: later.cancel()
-                elif not failed or i < min(failed): fold(i, fut.result())
+                else: ready[i] = fut.result()
+            while turn in ready and not (failed and turn > min(failed)):  # the next in line, and those after it
+                fold(turn, ready.pop(turn)); turn += 1
             done = fut = None  # drop the last references: a folded result can be freed now
     finally:
         for fut in pending: fut.cancel()
@@ -603,7 +602,7 @@ def _packed(fn: Callable, *args) -> tuple:
 
 # %% ../nbs/03_parallel_chunking.ipynb #0f029df1
 class _Total:
-    "The running sum of per-range counts: each range's counts are added in as they complete, then dropped."
+    "The running sum of per-range counts, added in file order: each range's counts are added in, then dropped."
     def __init__(self): self.counts, self.specials, self.bytes = Counter(), 0, 0
 
     def add(self, result: tuple, n_bytes: int = 0):  # a range's (counts, specials seen), counts packed or not; its size
@@ -615,12 +614,9 @@ class _Total:
         else: self.counts = c  # the first range: no copy
         self.specials += k; self.bytes += n_bytes
 
-    def sorted(self) -> Counter[bytes]:
-        "The counts, sorted by pre-token (the total is emptied)."
-        keys = sorted(self.counts)
-        counts = list(map(self.counts.__getitem__, keys))
-        self.counts = Counter()  # the old table is freed here, before the new one grows
-        out = Counter(); dict.update(out, zip(keys, counts))  # dict's update: Counter's would count the pairs
+    def result(self) -> Counter[bytes]:
+        "The counts, in the order the pre-tokens first occurred (the total is emptied)."
+        out, self.counts = self.counts, Counter()
         return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6
@@ -663,5 +659,5 @@ def _count_file(path, special_tokens, workers, executor, pattern, errors, progre
     finally:
         if background is not None: background.cancel()
         close()
-    return total.sorted(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
+    return total.result(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
                                 sha256=digest, seconds=round(perf_counter() - started, 6))

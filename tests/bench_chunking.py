@@ -88,13 +88,13 @@ def one_memory(path: str, workers: int, trace: bool) -> dict:
     from bpe_nb.pretokenize import GPT2_PATTERN
     from bpe_nb import chunking
     stop, peaks, phases = threading.Event(), {}, {}
-    sort = chunking._Total.sorted
-    def timed_sort(total):  # the peak up to the end of the folding, then the peak of the final sort, apart
+    result = chunking._Total.result
+    def marked_result(total):  # the peak up to the end of the folding, then the peak from there to the end, apart
         phases["fold"] = _hwm(); _reset_hwm()
-        out = sort(total)
-        phases["sort"] = _hwm()
+        out = result(total)
+        phases["end"] = _hwm()
         return out
-    chunking._Total.sorted = timed_sort
+    chunking._Total.result = marked_result
     import psutil
     start_rss = psutil.Process().memory_info().rss
     _reset_hwm()
@@ -107,10 +107,10 @@ def one_memory(path: str, workers: int, trace: bool) -> dict:
     if trace: tracemalloc.stop()
     stop.set(); t.join()
     # the sampler needs the GIL, and a long C call (a dict's resize, a sort) holds it: the high-water marks see those peaks too
-    marks = [m for m in (phases.get("fold"), phases.get("sort")) if m is not None]
+    marks = [m for m in (phases.get("fold"), phases.get("end")) if m is not None]
     return dict(workers=workers, seconds=secs, distinct=len(counts), final=_deep_size(counts), traced_peak=traced,
                 rss_start=start_rss, rss_peak=max([peaks.get("parent", 0), *marks]), rss_peak_sampled=peaks.get("parent", 0),
-                rss_peak_fold=phases.get("fold"), rss_peak_sort=phases.get("sort"),
+                rss_peak_fold=phases.get("fold"), rss_peak_end=phases.get("end"),
                 ranges=len(file_ranges(path, workers, [EOT], GPT2_PATTERN)))
 
 
@@ -139,7 +139,7 @@ def memory_main(sizes: list[int], trace: bool = False, repeats: int = 3):
                             if traced else f"RSS peak {mb(r['rss_peak'])} (start {mb(r['rss_start'])}; growth "
                             f"{mb(r['rss_peak'] - r['rss_start'])} = {(r['rss_peak'] - r['rss_start']) / r['final']:.2f}x the final Counter; "
                             f"the whole peak is {r['rss_peak'] / r['final']:.2f}x it" +
-                            (f"; peak while counting and folding {mb(r['rss_peak_fold'])}, while sorting {mb(r['rss_peak_sort'])})"
+                            (f"; peak while counting and folding {mb(r['rss_peak_fold'])}, after it {mb(r['rss_peak_end'])})"
                              if r.get("rss_peak_fold") else ")"))
                     print(f"  workers={w}, {r['ranges']} ranges: {r['distinct']:,} distinct pre-tokens, final Counter "
                           f"{mb(r['final'])}; parent {what}; {r['seconds']:.1f} s")

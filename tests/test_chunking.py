@@ -1,11 +1,13 @@
 "Parallel chunked counting: every cut is safe, counts equal the whole-text count for any workers and executor."
 import hashlib
 import io
+import random
 import re
 import sys
+import time
 import warnings
 from collections import Counter
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import pytest
 import regex
@@ -199,7 +201,26 @@ def test_file_counts_equal_single_process_counts_on_the_sample(workers, tinystor
     expected = count_pretokens(sample_text, [EOT])
     got = count_pretokens_file(tinystories_sample, [EOT], workers=workers, min_chunk_size=1 << 14, piece_size=1 << 16)
     assert got == expected
-    assert list(got) == sorted(got)  # deterministic order
+    assert list(got) == list(expected)  # the same order: first occurrence in the file
+
+
+class ScramblingExecutor(ThreadPoolExecutor):
+    "A thread pool whose tasks each wait a random moment first, so they finish out of order (seeded)."
+    def __init__(self, seed: int, workers: int = 4):
+        super().__init__(workers); self.rng = random.Random(seed)
+    def submit(self, fn, /, *args, **kwargs):
+        delay = self.rng.random() * 0.004
+        def late(): time.sleep(delay); return fn(*args, **kwargs)
+        return super().submit(late)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_file_counts_keep_first_occurrence_order_when_ranges_finish_out_of_order(seed, tinystories_sample, sample_text):
+    expected = count_pretokens(sample_text, [EOT])
+    with ScramblingExecutor(seed) as ex:
+        got = count_pretokens_file(tinystories_sample, [EOT], workers=4, executor=ex, min_chunk_size=1 << 14,
+                                   piece_size=1 << 16)
+    assert got == expected and list(got) == list(expected)
 
 
 @no_token_on_purpose
@@ -213,8 +234,8 @@ def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, piece_
     ex = InlineExecutor()
     got = count_pretokens_file(p, specials, workers=workers, executor=ex, pattern=pattern,
                                piece_size=piece_size, min_chunk_size=1)
-    assert got == count_pretokens(text, specials, pattern)
-    assert list(got) == sorted(got)
+    want = count_pretokens(text, specials, pattern)
+    assert got == want and list(got) == list(want)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -436,7 +457,8 @@ def test_dask_executor_gives_the_same_counts_and_model(twice, reference_model, s
         ex = client.get_executor()
         counts = count_pretokens_file(twice, [EOT], workers=2, executor=ex, min_chunk_size=1 << 16)
         m = train_bpe(twice, 2000, workers=2, executor=ex, progress=False, min_chunk_size=1 << 16)
-    assert counts == count_pretokens(sample_text * 2, [EOT]) and list(counts) == sorted(counts)
+    want = count_pretokens(sample_text * 2, [EOT])
+    assert counts == want and list(counts) == list(want)
     assert _fingerprint(m) == _fingerprint(reference_model)
 
 
