@@ -12,7 +12,7 @@ import warnings
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, wait
 from itertools import chain, islice
 from math import ceil
 from time import perf_counter
@@ -569,7 +569,9 @@ def _fold_completed(pool: Executor,  # where the tasks run
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=pending.__getitem__):
                 i = pending.pop(fut)
-                if fut.cancelled(): continue
+                if fut.cancelled():  # not by this loop (it cancels only after a failure): the range is lost
+                    if not failed or i < min(failed): failed[i] = CancelledError(f"task {i} was cancelled")
+                    continue
                 if fut.exception() is not None:
                     failed[i] = fut.exception()
                     for later, j in pending.items():

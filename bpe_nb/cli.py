@@ -355,7 +355,9 @@ def _count_corpora(corpora: Sequence[Path],  # the corpus files
     for p in corpora:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MissingSpecialTokenWarning)
-            counts.update(count_pretokens_file(p, specials, workers=workers, progress=bars))
+            got = count_pretokens_file(p, specials, workers=workers, progress=bars)
+            if counts: counts.update(got)
+            else: counts = got  # the first corpus: taken as it is, not copied into a second table
         for w in caught:
             if issubclass(w.category, MissingSpecialTokenWarning):
                 print(f"{PROG}: note: {' '.join(str(w.message).split())}", file=sys.stderr)

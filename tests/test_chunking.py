@@ -622,6 +622,46 @@ def test_fold_completed_keeps_a_bounded_window_and_raises_the_first_failure(monk
     assert set(seen) == {0, 1, 2, 3, 4} and ex2.calls < 20  # nothing is submitted after a failure
 
 
+class NewestFirstExecutor(CountingExecutor):
+    "Runs the newest queued task first, so results come back in reverse; records the most tasks submitted but not folded."
+    def __init__(self):
+        super().__init__(); self.folded, self.most_unfolded = 0, 0
+    def submit(self, fn, /, *args, **kwargs):
+        fut = super().submit(fn, *args, **kwargs)
+        self.most_unfolded = max(self.most_unfolded, self.calls - self.folded)
+        return fut
+    def run_one(self):
+        for f, fn, args in reversed(self.queued):
+            if not f.done():
+                f.set_result(fn(*args)); return
+
+
+def test_fold_completed_folds_in_task_order_within_the_window_when_results_come_back_reversed(monkeypatch):
+    ex = NewestFirstExecutor()
+    real_wait = chunking.wait
+    def wait(fs, return_when):
+        ex.run_one(); return real_wait(fs, return_when=return_when)
+    monkeypatch.setattr(chunking, "wait", wait)
+    order = []
+    def fold(i, r): order.append((i, r)); ex.folded += 1
+    chunking._fold_completed(ex, ((pow, k, 2) for k in range(20)), fold, window=4)
+    assert order == [(k, k * k) for k in range(20)]  # in task order, although each batch came back newest first
+    assert ex.most_unfolded == 4 and ex.calls == 20  # running or waiting to be folded: never more than the window
+
+
+def test_fold_completed_refuses_to_lose_a_task_cancelled_by_someone_else():
+    class DropsTask2(InlineExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            if args == (2, 2):
+                self.calls += 1
+                fut = Future(); fut.cancel(); fut.set_running_or_notify_cancel(); return fut
+            return super().submit(fn, *args, **kwargs)
+    seen = {}
+    with pytest.raises(chunking.CancelledError, match="task 2 was cancelled"):
+        chunking._fold_completed(DropsTask2(), ((pow, k, 2) for k in range(10)), seen.__setitem__, window=4)
+    assert set(seen) == {0, 1}
+
+
 def test_pack_round_trips():
     c = Counter({b"": 0, b" the": 3, "中".encode(): 2**40, bytes(range(256)): 1})
     assert dict(chunking._unpack(chunking._pack(c))) == c
