@@ -604,12 +604,17 @@ class CountingExecutor(InlineExecutor):
                 return
 
 
-def test_fold_completed_keeps_a_bounded_window_and_raises_the_first_failure(monkeypatch):
-    ex = CountingExecutor()
+def _run_when_waited_on(monkeypatch, ex: CountingExecutor):
+    "Make `_fold_completed`'s wait run one of `ex`'s queued tasks first."
     real_wait = chunking.wait
     def wait(fs, return_when):
         ex.run_one(); return real_wait(fs, return_when=return_when)
     monkeypatch.setattr(chunking, "wait", wait)
+
+
+def test_fold_completed_keeps_a_bounded_window_and_raises_the_first_failure(monkeypatch):
+    ex = CountingExecutor()
+    _run_when_waited_on(monkeypatch, ex)
     seen = {}
     chunking._fold_completed(ex, ((pow, k, 2) for k in range(20)), seen.__setitem__, window=3)
     assert seen == {k: k * k for k in range(20)} and ex.most == 3 and ex.calls == 20
@@ -638,10 +643,7 @@ class NewestFirstExecutor(CountingExecutor):
 
 def test_fold_completed_folds_in_task_order_within_the_window_when_results_come_back_reversed(monkeypatch):
     ex = NewestFirstExecutor()
-    real_wait = chunking.wait
-    def wait(fs, return_when):
-        ex.run_one(); return real_wait(fs, return_when=return_when)
-    monkeypatch.setattr(chunking, "wait", wait)
+    _run_when_waited_on(monkeypatch, ex)
     order = []
     def fold(i, r): order.append((i, r)); ex.folded += 1
     chunking._fold_completed(ex, ((pow, k, 2) for k in range(20)), fold, window=4)
