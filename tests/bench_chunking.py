@@ -117,7 +117,7 @@ def one_memory(path: str, workers: int, trace: bool) -> dict:
 def memory_main(sizes: list[int], trace: bool = False, repeats: int = 3):
     "The parent's peak while counting real text (the machine's own files, as tests/bench_scale.py builds them), `repeats` runs each."
     sys.path.insert(0, str(ROOT / "tests"))
-    from bench_scale import build_corpus
+    from bench_scale import _load, build_corpus
     mb = lambda b: f"{b / 2**20:7.1f} MiB"
     print("command:", "python tests/bench_chunking.py", *sys.argv[1:])
     print("machine:", _machine())
@@ -202,9 +202,6 @@ def _child(*args: str, env: dict | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _load() -> str: return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _machine() -> str:
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor()) \
         if Path("/proc/cpuinfo").exists() else platform.processor()
@@ -279,7 +276,7 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "--memory-one":
         print(json.dumps(one_memory(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))
     elif len(sys.argv) > 1 and sys.argv[1] == "--memory":
-        memory_main([int(x) for x in sys.argv[2:] if x != "--trace"] or [64], "--trace" in sys.argv)  # 3 runs of each
+        memory_main([int(x) for x in sys.argv[2:] if x != "--trace"] or [64], "--trace" in sys.argv)
     elif len(sys.argv) > 1 and sys.argv[1] == "--train":
         print(json.dumps(one_train(sys.argv[2], int(sys.argv[3]))))
     else:
