@@ -158,9 +158,10 @@ def test_mostly_ascii_cutting_equals_tiktoken(gpt2, reference, text, sparse):
 
 
 def test_mostly_ascii_text_is_cut(gpt2, reference, monkeypatch):
-    "A long English text with a few non-ASCII characters goes through the cutting path, and equals tiktoken."
+    "On the regex path, a long English text with a few non-ASCII characters goes through the cutting path, and equals tiktoken."
     text = BUNDLED.read_text(encoding="utf-8")
     assert not text.isascii()
+    monkeypatch.setattr(encoder, "_BULK_MIN", 1 << 40)  # the bulk path cuts such a text itself (tested below)
     calls = []
     real = encoder._find_mixed
     monkeypatch.setattr(encoder, "_find_mixed", lambda *a: calls.append(a[0]) or real(*a))
@@ -1266,3 +1267,222 @@ def test_encode_iterable_finds_a_disallowed_token_across_seams(fim, monkeypatch)
             list(fim.encode_iterable([text[:cut], text[cut:]], allowed_special={FIM}))
     assert list(fim.encode_iterable([text[:at + 3], text[at + 3:]], disallowed_special=())) == fim.encode_ordinary(text)
     assert list(fim.encode_iterable(iter(text), allowed_special="all")) == fim.encode(text)
+
+
+# ---------------------------------------------------------------- the bulk path (long pure-ASCII texts, GPT-2's pattern)
+import threading
+
+from bpe_nb.encoder import _KeyTable, _Rows, _gpt2_starts, _piece_keys
+from bpe_nb.pretokenize import _GPT2_ASCII, compile_pattern
+
+GPT2_RX = compile_pattern(GPT2_PATTERN)
+ASCII_BITS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "''", "'", " '", "\n'", "'l", "'v", "'r", " ", "  ",
+              "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "a", "ab",
+              " the", "Hello", "0", "42", "3.14", "!!", "?!", "...", "(", ")", "_", "-"]
+ascii_text = st.lists(st.one_of(st.sampled_from(ASCII_BITS), st.text(st.characters(max_codepoint=127), max_size=6)),
+                      max_size=30).map("".join)
+
+
+def _bulk_pieces(texts: list[str]) -> list[str]:
+    joined = "".join(texts)
+    edge = np.zeros(len(joined) + 1, bool)
+    edge[np.cumsum([0, *map(len, texts)])] = True
+    s = _gpt2_starts(np.frombuffer(joined.encode("ascii"), np.uint8), edge).tolist()
+    return [joined[a:b] for a, b in zip(s, s[1:])]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(ascii_text, min_size=1, max_size=4))
+def test_bulk_pre_tokens_equal_the_regex_text_by_text(texts):
+    "`_gpt2_starts` on texts laid out in one array: each text's pre-tokens as `regex` (and `re`) find them."
+    expected = [p for t in texts for p in GPT2_RX.findall(t)]
+    assert _bulk_pieces(texts) == expected == [p for t in texts for p in _GPT2_ASCII.findall(t)]
+
+
+def test_bulk_pre_tokens_on_the_shared_files():
+    for path in sorted(SHARED.rglob("*.txt")) + [BUNDLED, CS336 / "corpus.en"]:
+        texts = [t for t in path.read_bytes().decode("utf-8").split(EOT) if t.isascii()]
+        assert _bulk_pieces(texts) == [p for t in texts for p in GPT2_RX.findall(t)], path.name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(1, 4)), min_size=1, max_size=300), st.integers(2, 8))
+def test_key_table_equals_a_dict(keys, bits):
+    "`intern` and `get` against a dict, repeats and growth included; new keys numbered in the order returned."
+    table, model = _KeyTable(bits), {}
+    for chunk in (keys[: len(keys) // 2], keys[len(keys) // 2:]):
+        if not chunk: continue
+        k1, k2 = (np.array(c, np.uint64) for c in zip(*chunk))
+        rows, added = table.intern(k1, k2, len(model))
+        for i in added.tolist(): model[chunk[i]] = len(model)
+        assert rows.tolist() == [model[k] for k in chunk]
+        assert table.get(k1, k2).tolist() == rows.tolist()
+    assert table.get(np.array([99], np.uint64), np.array([1], np.uint64)).tolist() == [-1]
+    assert table.n == len(model) and 2 * table.n <= 1 << table.bits
+
+
+def test_piece_keys_are_exact():
+    words = [w.encode() for w in ["a", "\x00", "\x00\x00", "ab", "abcdefgh", "abcdefghi", "abcdefghijklmno", "b"]]
+    b = np.frombuffer(b"".join(words), np.uint8)
+    lens = np.array([len(w) for w in words])
+    k1, k2 = _piece_keys(b, np.cumsum(lens) - lens, lens)
+    assert len(set(zip(k1.tolist(), k2.tolist()))) == len(words)  # "\x00" and "\x00\x00" differ by their length
+    assert (k2 & 0xFF).tolist() == lens.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(merge_lists(), st.lists(st.text(alphabet="abc", min_size=1, max_size=15), min_size=1, max_size=40))
+def test_merge_many_equals_the_scan_on_any_merge_list(tm, words):
+    tokens, merges = tm
+    vocab = _byte_vocab()
+    for t in tokens:
+        if len(t) > 1 and t not in vocab.values(): vocab[len(vocab)] = t
+    tok = Tokenizer(vocab, merges)
+    data = np.zeros((len(words), 15), np.uint8)
+    for i, w in enumerate(words): data[i, :len(w)] = list(w.encode())
+    assert tok._merge_many(data, np.array(list(map(len, words)))) == [tok._encode_piece(w) for w in words]
+
+
+def test_merge_many_equals_the_scan_on_gpt2(gpt2):
+    text = BUNDLED.read_text(encoding="utf-8")
+    words = sorted({p for p in GPT2_RX.findall(text) if p.isascii() and len(p) <= 15})
+    data = np.zeros((len(words), 15), np.uint8)
+    for i, w in enumerate(words): data[i, :len(w)] = list(w.encode())
+    assert gpt2._merge_many(data, np.array(list(map(len, words)))) == [gpt2._encode_piece(w) for w in words]
+
+
+BULK_EVERYWHERE = {"_BULK_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
+
+
+@pytest.fixture
+def bulk_everywhere(monkeypatch):
+    for name, value in BULK_EVERYWHERE.items(): monkeypatch.setattr(encoder, name, value)
+
+
+@settings(max_examples=800, deadline=None)
+@given(stress_text)
+def test_bulk_path_equals_tiktoken_on_generated_strings(gpt2, reference, text):
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in BULK_EVERYWHERE.items(): mp.setattr(encoder, name, value)
+        ids = gpt2.encode(text)
+        assert gpt2.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert ids == reference.encode(text, allowed_special="all")
+
+
+@pytest.mark.parametrize("path,copies", [(BUNDLED, 1), (CS336 / "corpus.en", 1), (CS336 / "tinystories_sample.txt", 20)])
+def test_bulk_path_on_real_text_equals_tiktoken_cold_and_warm(gpt2_files, reference, path, copies, monkeypatch):
+    "Real text, mostly ASCII with some characters outside it, through the bulk path: tiktoken's ids, cold and warm."
+    text = path.read_bytes().decode("utf-8") * copies
+    tok = Tokenizer(*gpt2_files, special_tokens=[EOT])
+    calls = []
+    real = Tokenizer._encode_bulk
+    monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(len(items)) or real(self, items, out))
+    expected = reference.encode(text, allowed_special="all")
+    assert tok.encode(text) == expected  # cold
+    assert calls, "the bulk path was not taken"
+    assert tok.encode(text) == expected  # warm: the state kept from the first call
+    monkeypatch.setattr(encoder, "_MANY_MIN", 10**9)  # misses one by one through the cache
+    assert Tokenizer(*gpt2_files, special_tokens=[EOT]).encode(text) == expected
+
+
+def test_bulk_path_is_taken_only_where_it_applies(gpt2_files, monkeypatch):
+    calls = []
+    real = Tokenizer._encode_bulk
+    monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(1) or real(self, items, out))
+    long_ascii = "It rained all day and we stayed in. " * 2000
+    Tokenizer(*gpt2_files).encode(long_ascii[:1000])  # short
+    Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode(long_ascii)  # another pattern
+    Tokenizer(*gpt2_files).encode("café " * 20_000)  # no pure-ASCII text
+    assert calls == []
+    Tokenizer(*gpt2_files).encode(long_ascii)
+    assert calls == [1]
+
+
+def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):
+    "Ids with gaps take the bulk path and stay exact; so does a special token's id of 2**31; an ordinary one turns it off."
+    monkeypatch.setattr(encoder, "_BULK_MIN", 1); monkeypatch.setattr(encoder, "_MANY_MIN", 1)
+    text = "abcab<|endofprompt|>ab c<|endoftext|>" * 50
+    expected = [150_000, 100_000, 200018, 100_000, 32, 99, 199999] * 50
+    assert _sparse_tokenizer()._bulk_ok and _sparse_tokenizer().encode(text) == expected
+    big_special = _sparse_tokenizer(top=2**31)
+    assert big_special._bulk_ok  # special ids only go into int64 rows
+    assert big_special.encode(text) == [2**31 if i == 200018 else i for i in expected]
+    vocab = {**_byte_vocab(), 2**31: b"ab", 150_000: b"abc"}
+    big_token = Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")])
+    assert not big_token._bulk_ok  # packed pairs of such ids do not fit 64 bits
+    assert big_token.encode("abcab" * 10) == [150_000, 2**31] * 10
+
+
+def test_bulk_path_repairs_surrogates_and_takes_special_rules(gpt2, reference, bulk_everywhere):
+    text = ("It rained. " * 30) + "a\udfffb \ud83d\ude00" + (" We stayed in." * 30) + EOT + "x" * 40
+    repaired = encoder._replace_surrogates(text)
+    assert gpt2.encode(text) == reference.encode(repaired, allowed_special="all")
+    assert (gpt2.encode(text, allowed_special=set(), disallowed_special=())
+            == reference.encode(repaired, allowed_special=set(), disallowed_special=()))
+    with pytest.raises(ValueError, match="disallowed"):
+        gpt2.encode(text, disallowed_special="all")
+
+
+def test_bulk_state_is_bounded_and_per_thread(gpt2_files):
+    "The state is dropped at the end of a call when it holds more than `cache_size` pre-tokens; threads have their own."
+    text = BUNDLED.read_text(encoding="utf-8")
+    tok = Tokenizer(*gpt2_files, special_tokens=[EOT])
+    expected = tok.encode(text)
+    assert 1000 < tok._bulk_local.state.rows.n <= tok._cache_size  # kept for the next call
+    small = Tokenizer(*gpt2_files, special_tokens=[EOT], cache_size=1000)
+    assert small.encode(text) == expected and small._bulk_local.state is None  # it held more than 1000
+    none = Tokenizer(*gpt2_files, special_tokens=[EOT], cache_size=0)
+    assert none.encode(text) == expected and len(none._cache) == 0 and none._bulk_local.state is None
+    shared, results = Tokenizer(*gpt2_files, special_tokens=[EOT]), {}
+    parts = [text[:500_000], text[500_000:]]
+    def work(k):
+        for _ in range(3): results[k] = shared.encode(parts[k])
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert results[0] == tok.encode(parts[0]) and results[1] == tok.encode(parts[1])
+
+
+def test_bulk_path_in_streams_and_files(gpt2, tmp_path, monkeypatch):
+    "encode_iterable and encode_file reach the bulk path with long blocks and agree with encode."
+    text = BUNDLED.read_text(encoding="utf-8")
+    expected = gpt2.encode(text)
+    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 1 << 17)
+    assert list(gpt2.encode_iterable(text[i:i + 5000] for i in range(0, len(text), 5000))) == expected
+    path = tmp_path / "t.txt"; path.write_bytes(text.encode("utf-8"))
+    assert gpt2.encode_file(path, tmp_path / "t.npy", workers=1, progress=False).tolist() == expected
+
+
+def test_bulk_state_is_dropped_when_a_call_is_cut_short(gpt2_files, reference, monkeypatch):
+    "An interrupt inside the bulk path (here while merging new pre-tokens) leaves no half-made state behind."
+    text = BUNDLED.read_text(encoding="utf-8")
+    tok = Tokenizer(*gpt2_files, special_tokens=[EOT])
+    real = Tokenizer._merge_many
+    def interrupted(self, data, lens): raise KeyboardInterrupt
+    monkeypatch.setattr(Tokenizer, "_merge_many", interrupted)
+    with pytest.raises(KeyboardInterrupt): tok.encode(text)
+    monkeypatch.setattr(Tokenizer, "_merge_many", real)
+    assert tok.encode(text) == reference.encode(text, allowed_special="all")
+
+
+def test_a_flooded_table_falls_back_to_the_regex_path(gpt2_files, reference, monkeypatch):
+    "Keys that all collide (multipliers of 0 here) end in `_Flooded` after `_MAX_ROUNDS` rounds, and the regex path."
+    text = BUNDLED.read_text(encoding="utf-8")
+    monkeypatch.setattr(encoder, "_odd64", lambda: np.uint64(0))  # every key in slot 0, for the rank table too
+    tok = Tokenizer(*gpt2_files, special_tokens=[EOT])
+    fell_back = []
+    real = Tokenizer._encode_ordinary
+    monkeypatch.setattr(Tokenizer, "_encode_ordinary", lambda self, t, out: fell_back.append(len(t)) or real(self, t, out))
+    assert tok.encode(text) == reference.encode(text, allowed_special="all")
+    assert sum(fell_back) > len(text) // 2 and tok._bulk_local.state is None  # nothing flooded is kept
+
+
+def test_a_long_stretch_without_a_safe_cut_takes_the_regex_path(gpt2, reference, monkeypatch):
+    "Minified text (no space after a non-space for megabytes) would make huge arrays: the regex path takes it."
+    text = "a." * 600_000 + " the end " * 10_000
+    calls = []
+    real = Tokenizer._encode_bulk
+    monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(sum(
+        len(x) for x in items if type(x) is str)) or real(self, items, out))
+    assert gpt2.encode(text) == reference.encode(text)
+    assert calls and max(calls) <= encoder._BULK_BLOCK + 10  # only " the end " * 10_000 went in bulk
