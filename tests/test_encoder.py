@@ -224,14 +224,19 @@ def merge_lists(draw):
     return tokens, merges
 
 
-@settings(max_examples=400, deadline=None)
-@given(merge_lists(), st.text(alphabet="abc", min_size=2, max_size=120))
-def test_scan_and_heap_agree_on_any_merge_list(tm, word):
+def _merge_list_tokenizer(tm) -> Tokenizer:
+    "A tokenizer of the bytes, the tokens and the merges `merge_lists` drew."
     tokens, merges = tm
     vocab = _byte_vocab()
     for t in tokens:
         if len(t) > 1 and t not in vocab.values(): vocab[len(vocab)] = t
-    tok = Tokenizer(vocab, merges)
+    return Tokenizer(vocab, merges)
+
+
+@settings(max_examples=400, deadline=None)
+@given(merge_lists(), st.text(alphabet="abc", min_size=2, max_size=120))
+def test_scan_and_heap_agree_on_any_merge_list(tm, word):
+    tok = _merge_list_tokenizer(tm)
     ids = [tok._byte_ids[b] for b in word.encode()]
     assert _merge_scan(list(ids), *_tables(tok)) == _merge_heap(list(ids), *_tables(tok))
     # and the public encode (cache, then scan or heap by length) agrees with both
@@ -1330,25 +1335,24 @@ def test_piece_keys_are_exact():
     assert (k2 & 0xFF).tolist() == lens.tolist()
 
 
+def _padded(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    "ASCII words as `_merge_many` takes them: their bytes in rows of 15, and their lengths."
+    data = np.zeros((len(words), 15), np.uint8)
+    for i, w in enumerate(words): data[i, :len(w)] = list(w.encode())
+    return data, np.array(list(map(len, words)))
+
+
 @settings(max_examples=200, deadline=None)
 @given(merge_lists(), st.lists(st.text(alphabet="abc", min_size=1, max_size=15), min_size=1, max_size=40))
 def test_merge_many_equals_the_scan_on_any_merge_list(tm, words):
-    tokens, merges = tm
-    vocab = _byte_vocab()
-    for t in tokens:
-        if len(t) > 1 and t not in vocab.values(): vocab[len(vocab)] = t
-    tok = Tokenizer(vocab, merges)
-    data = np.zeros((len(words), 15), np.uint8)
-    for i, w in enumerate(words): data[i, :len(w)] = list(w.encode())
-    assert tok._merge_many(data, np.array(list(map(len, words)))) == [tok._encode_piece(w) for w in words]
+    tok = _merge_list_tokenizer(tm)
+    assert tok._merge_many(*_padded(words)) == [tok._encode_piece(w) for w in words]
 
 
 def test_merge_many_equals_the_scan_on_gpt2(gpt2):
     text = BUNDLED.read_text(encoding="utf-8")
     words = sorted({p for p in GPT2_RX.findall(text) if p.isascii() and len(p) <= 15})
-    data = np.zeros((len(words), 15), np.uint8)
-    for i, w in enumerate(words): data[i, :len(w)] = list(w.encode())
-    assert gpt2._merge_many(data, np.array(list(map(len, words)))) == [gpt2._encode_piece(w) for w in words]
+    assert gpt2._merge_many(*_padded(words)) == [gpt2._encode_piece(w) for w in words]
 
 
 BULK_EVERYWHERE = {"_BULK_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
