@@ -343,7 +343,7 @@ def _piece_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; wh
     return k1, k2
 
 # %% ../nbs/04_encoder.ipynb #3762f05f
-_MAX_ROUNDS = 256  # probing rounds, at most, for one call: random keys need a few dozen at most
+_MAX_ROUNDS = 256  # probing rounds, at most, for one call: real keys need a few dozen
 
 class _Flooded(Exception):
     "More than `_MAX_ROUNDS` probing rounds: keys that collide (on purpose); the caller falls back to the regex path."
@@ -355,11 +355,14 @@ def _odd64() -> np.uint64:
 class _KeyTable:
     "Keys (two uint64, the second never 0) -> row numbers: a hash table in numpy arrays, open addressing, at most half full."
     def __init__(self, bits: int = 12):
-        self.bits, self.n, self.mix = bits, 0, (_odd64(), _odd64())  # random: nobody can choose keys that collide
+        self.bits, self.n, self.mix = bits, 0, (_odd64(), _odd64(), _odd64())  # random: no one can aim at a slot
         self.k1, self.k2 = np.zeros(1 << bits, np.uint64), np.zeros(1 << bits, np.uint64)  # k2 == 0: an empty slot
         self.row = np.zeros(1 << bits, np.int64)
 
-    def _slots(self, k1, k2): return ((k1 * self.mix[0] ^ k2 * self.mix[1]) >> np.uint64(64 - self.bits)).astype(np.int64)
+    def _slots(self, k1, k2):
+        h = k1 * self.mix[0] ^ k2 * self.mix[1]
+        h ^= h >> np.uint64(32)  # the low bits' say in the top bits, which pick the slot
+        return (h * self.mix[2] >> np.uint64(64 - self.bits)).astype(np.int64)
 
 # %% ../nbs/04_encoder.ipynb #3530c990
 @patch
