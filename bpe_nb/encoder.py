@@ -605,7 +605,7 @@ def _safe_blocks(text: str, size: int) -> Iterator[str]:
         if m is None: break  # no safe cut in the rest: it stays one part
         yield text[pos:m.start()]
         pos = m.start()
-    yield text[pos:] if pos else text
+    yield text[pos:]  # (a slice of all of a str is the str itself: no copy)
 
 @patch
 def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, text, ... as `rx.split` gives them
@@ -629,7 +629,7 @@ def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, tex
                 if items: ids = []; self._encode_ordinary(part[a:b], ids); items.append(tuple(ids))
                 else: self._encode_ordinary(part[a:b], out)
                 continue
-            for block in _safe_blocks(part[a:b] if b - a < len(part) else part, _BULK_BLOCK):
+            for block in _safe_blocks(part[a:b], _BULK_BLOCK):
                 if len(block) > _BULK_MAX:  # no safe cut for that long: the regex path, after the block so far
                     if items: self._encode_bulk(items, out); items, size = [], 0
                     self._encode_ordinary(block, out); continue
