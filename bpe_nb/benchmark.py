@@ -35,7 +35,7 @@ __all__ = ['TINYSTORIES_ENV', 'TINYSTORIES_FILES', 'TINYSTORIES_URL', 'TRAINERS'
 
 # %% ../nbs/07_benchmark.ipynb #d48dd397
 import bpe_nb
-from .naive import _Bar
+from .naive import ProgressBar
 from .pretokenize import bytes_to_printable, printable_to_bytes, split_special
 
 # %% ../nbs/07_benchmark.ipynb #a01cfecc
@@ -318,7 +318,7 @@ def run_experiment(trainer: str,  # "naive", "incremental" or "hf"
                    timeout: float = 3600,  # seconds before the child is killed
                   ) -> dict:
     "Train once in a fresh Python process; return its stage times, peak RSS, merge count and merge digest."
-    from bpe_nb.chunking import _check_int, _check_special_tokens  # the library's own argument checks (chapter 03)
+    from bpe_nb.chunking import check_int as _check_int, check_special_tokens as _check_special_tokens  # chapter 03's checks
     from bpe_nb.naive import TrainingRun  # ... and the trainers' (chapter 01)
     if trainer not in TRAINERS: raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}")
     corpus = Path(corpus)
@@ -381,7 +381,7 @@ def save_results(results: dict,  # {"meta": machine_info() + settings, "runs": [
                  dest_dir: str | Path,  # e.g. nbs/benchmark_results
                 ) -> tuple[Path, Path]:
     "Write `results.json` (everything) and `results.csv` (one row per run) into `dest_dir`, atomically."
-    from bpe_nb.artifacts import atomic_write  # here, not at the top: the child process must not import the artifacts module
+    from bpe_nb.chunking import atomic_write  # the safe writer of chapter 03
     if not isinstance(results, dict) or not {"meta", "runs"} <= results.keys():
         raise ValueError(f"results must be a dict with 'meta' and 'runs', got {type(results).__name__} "
                          f"with keys {sorted(results) if isinstance(results, dict) else None}")
@@ -411,7 +411,7 @@ def _fetch(url: str,  # http(s):// or file:// address
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # mode: 0666 - umask
     try:
         expected = int(resp.headers.get("Content-Length") or 0)
-        with resp, os.fdopen(fd, "wb") as f, _Bar(total=expected or None, unit="B", unit_scale=True,
+        with resp, os.fdopen(fd, "wb") as f, ProgressBar(total=expected or None, unit="B", unit_scale=True,
                                                    unit_divisor=1024, desc=target.name, disable=not progress) as bar:
             try:
                 while chunk := resp.read(1 << 20):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import threading
 import warnings
 from array import array
@@ -15,24 +16,27 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, wait
 from itertools import chain, islice
 from math import ceil
+from pathlib import Path
 from time import perf_counter
 from typing import BinaryIO, Iterator, NamedTuple
 
 # %% auto #0
-__all__ = ['find_chunk_boundaries', 'Piece', 'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning',
-           'count_pretokens_file', 'train_bpe', 'train_from_iterator']
+__all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'TEMP_NAME', 'check_int', 'find_chunk_boundaries', 'last_safe_space', 'Piece',
+           'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file',
+           'count_documents', 'open_temp', 'atomic_write', 'check_special_tokens', 'count_file']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
-from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, _GPT2_ASCII, _not_covered, _uncovered,
+from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
                                  check_pattern, compile_pattern, special_pattern)
-from .naive import BPEModel, TrainingRun, _Bar, train_naive
+from .naive import BPEModel, TrainingRun, ProgressBar, train_naive
 from .incremental import train_incremental
 
 # %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
+import regex
 from fastcore.basics import patch
 
 # %% ../nbs/03_parallel_chunking.ipynb #58707949
-def _check_int(name: str, value, least: int = 1):
+def check_int(name: str, value, least: int = 1):
     "Raise `TypeError` unless `value` is an int, `ValueError` if it is below `least`; the message names both."
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {value!r}")
@@ -123,27 +127,29 @@ def find_chunk_boundaries(file: BinaryIO | str | os.PathLike,  # a binary file o
     if not isinstance(split_special_token, bytes):
         raise TypeError(f"split_special_token must be bytes, got {split_special_token!r}")
     if not split_special_token: raise ValueError("split_special_token must not be empty")
-    _check_int("desired_num_chunks", desired_num_chunks)
-    _check_int("window", window)
+    check_int("desired_num_chunks", desired_num_chunks)
+    check_int("window", window)
     size = file.seek(0, os.SEEK_END)
     return _snap_bounds(file, size, desired_num_chunks, _Cutter([split_special_token]), window)
 
 # %% ../nbs/03_parallel_chunking.ipynb #2f3f4ac6
-_SAFE_SPACE_BACK = compile_pattern(r"(?r)(?<=[^\s\x1c-\x1f]) ")  # searched from the end (`(?r)`); `[^\s\x1c-\x1f]` is `not str.isspace()`
+SAFE_SPACE_BACK = compile_pattern(r"(?r)(?<=[^\s\x1c-\x1f]) ")  # searched from the end (`(?r)`); `[^\s\x1c-\x1f]` is `not str.isspace()`
+"A space after a character that is not whitespace: the safe cuts of the space rule, searched backwards (`(?r)`)."
 
-def _last_safe_space(text: str,  # the text seen so far
-                     end: int | None = None,  # look only before this index (default: the whole text)
-                    ) -> int:
+def last_safe_space(text: str,  # the text seen so far
+                    end: int | None = None,  # look only before this index (default: the whole text)
+                   ) -> int:
     "The largest `p` with `text[p] == ' '` after a character that is not whitespace, or -1: a safe cut for every proven pattern."
-    m = _SAFE_SPACE_BACK.search(text, 1, len(text) if end is None else end)
+    m = SAFE_SPACE_BACK.search(text, 1, len(text) if end is None else end)
     return m.start() if m else -1
 
 # %% ../nbs/03_parallel_chunking.ipynb #444b71d4
-_SAFE_SPACE = re.compile(r"(?:^|(?<=\S)) ")  # a space at the start, or after a non-space: a safe cut
+SAFE_SPACE = re.compile(r"(?:^|(?<=\S)) ")  # a space at the start, or after a non-space: a safe cut
+"A safe cut of the space rule, searched forwards (stdlib `re`: faster for splitting)."
 
 def _split_safe(seg: str) -> list[str]:
     "Cut `seg` before every space that follows a non-space: the parts concatenate back to `seg` with spaces."
-    return _SAFE_SPACE.split(seg)
+    return SAFE_SPACE.split(seg)
 
 # %% ../nbs/03_parallel_chunking.ipynb #39483ca4
 class _Tally:
@@ -151,7 +157,7 @@ class _Tally:
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
                  source: str = "the text"):  # what the pieces come from, for error messages
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
-        self.find_ascii = _GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
+        self.find_ascii = GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
         self.parts, self.tokens = Counter(), Counter()  # parts: str (a space was before it) or 1-tuple (none) -> count; tokens: str -> count
         self.specials = 0  # special tokens seen
@@ -179,10 +185,10 @@ def _add_checked(self: _Tally, text: str, segs: list[str], offset: int):
     for k, seg in enumerate(segs):
         if not k & 1:
             found = self.rx.findall(seg)
-            i = _uncovered(seg, found, self.rx)
+            i = first_gap(seg, found, self.rx)
             if i >= 0:
                 at = offset + len(text[:pos + i].encode("utf-8"))
-                raise _not_covered(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
+                raise not_covered_error(self.rx.pattern, seg[i], f"byte offset {at} of {self.source}")
             self.tokens.update(found)
         pos += len(seg)
 
@@ -318,7 +324,7 @@ def file_ranges(path: str | os.PathLike,  # the UTF-8 text file
                 min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                ) -> list[tuple[int, int]]:
     "Byte ranges `[start, end)` that cover the file in order, for `workers` processes, each cut at a safe cut."
-    _check_int("workers", workers); _check_int("min_chunk_size", min_chunk_size)
+    check_int("workers", workers); check_int("min_chunk_size", min_chunk_size)
     with open(path, "rb") as f:  # FileNotFoundError / IsADirectoryError / PermissionError name the path
         size = f.seek(0, os.SEEK_END)
         return _plan_ranges(f, size, workers, _Cutter(special_tokens, pattern), min_chunk_size) if size else []
@@ -344,7 +350,7 @@ def _count_reporter(progress, total: int, desc: str):
         return update, (lambda msg: None), (lambda: None)
     if progress is not None and progress is not True:
         raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
-    bar = _Bar(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, mininterval=0.2)
+    bar = ProgressBar(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024, mininterval=0.2)
     return bar.update, (lambda msg: bar.write(msg, file=bar.fp)), bar.close
 
 # %% ../nbs/03_parallel_chunking.ipynb #9f22d4eb
@@ -360,7 +366,7 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
                          min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                         ) -> Counter[bytes]:
     "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`, in the same order."
-    return _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
+    return count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
 
 # %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
@@ -374,36 +380,6 @@ def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total:
     try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs, on_started)
     finally:
         if executor is None: pool.shutdown(wait=True, cancel_futures=True)
-
-# %% ../nbs/03_parallel_chunking.ipynb #224df12a
-_TRAINERS = {"incremental": train_incremental, "naive": train_naive}
-
-def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
-              vocab_size: int,  # total size: 256 bytes + merges + special tokens
-              special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
-              workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
-              trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-              tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
-              progress=True,  # True: tqdm bars for counting and merging; False: silent; a callable: gets both kinds of progress
-              *,
-              executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
-              pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
-              errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-              piece_size: int = 1 << 20,  # bytes a counting worker reads at a time
-              min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
-             ) -> BPEModel:
-    "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    specials = _check_special_tokens(special_tokens)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
-    counts, record = _count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
-                                 min_chunk_size, sha256=True)
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
-    model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
-                      corpus_sha256=record["sha256"], pattern=pattern,
-                      pretokens=sum(counts.values()), distinct_pretokens=len(counts),
-                      special_tokens_found=record["special_tokens_found"])
-    return model
 
 # %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
 def _stream_chunks(documents: Iterable[str],  # the documents, in order
@@ -470,37 +446,88 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
             if executor is None: pool.shutdown(wait=True, cancel_futures=True)
     return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
 
-# %% ../nbs/03_parallel_chunking.ipynb #966ab16a
-def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
-                        vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                        special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
-                        *,
-                        pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
-                        tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
-                        workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
-                        executor: Executor | None = None,  # counts on this executor instead of a process pool
-                        trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-                        progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
-                        chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
-                       ) -> BPEModel:
-    "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+# %% ../nbs/03_parallel_chunking.ipynb #e5cf102b
+def count_documents(documents: Iterable[str],  # the documents (or batches of them: lists of str), from a list, a generator, a dataset...
+                    special_tokens: Sequence[str] = ("<|endoftext|>",),  # the first joins the documents (none: they are concatenated)
+                    *,
+                    pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+                    workers: int | None = None,  # processes for counting; None: one per CPU; 1: in this process
+                    executor: Executor | None = None,  # counts on this executor instead of a process pool
+                    progress=False,  # True: a tqdm bar of bytes; False or None: silent; a callable: gets `CountProgress` (total None)
+                    chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
+                   ) -> tuple[Counter[bytes], dict]:
+    "Count the pre-tokens of documents streamed from any iterable, joined by the first special token; also return a record of the stream."
     specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
-    if isinstance(iterable, (str, bytes)) or not isinstance(iterable, Iterable):
-        raise TypeError(f"iterable must be an iterable of str documents, not {type(iterable).__name__}")
-    progress = False if progress is None else progress
-    update, _, close = _count_reporter(progress, None, "counting pre-tokens")
-    try: total, record = _count_stream(iterable, specials, pattern, workers, executor, chunk_size, update)
+    if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
+        raise TypeError(f"iterable must be an iterable of str documents, not {type(documents).__name__}")
+    update, _, close = _count_reporter(False if progress is None else progress, None, "counting pre-tokens")
+    try: total, record = _count_stream(documents, specials, pattern, workers, executor, chunk_size, update)
     finally: close()
-    counts = total.result()
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
-    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
-                      special_tokens_found=total.specials, **record)
-    return model
+    return total.result(), dict(record, special_tokens_found=total.specials)
+
+# %% ../nbs/03_parallel_chunking.ipynb #2ef0bba6
+def _fsync_dir(directory: Path):
+    "Flush a directory entry (a rename) to disk, where the OS allows opening directories."
+    try: fd = os.open(directory, os.O_RDONLY)
+    except OSError: return
+    try: os.fsync(fd)
+    except OSError: pass
+    finally: os.close(fd)
+
+
+# %% ../nbs/03_parallel_chunking.ipynb #68778c5f
+TEMP_NAME = regex.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.(?P<random>[0-9a-f]{8})\.tmp")
+"The name of a temporary file of `open_temp`: `.TARGET.PID.RANDOM.tmp` (TARGET cut to 200 bytes of UTF-8)."
+
+def _cut_name(name: str, n: int = 200) -> str:
+    "`name` cut to at most `n` bytes of UTF-8 without splitting a character: file names are limited in bytes (255)."
+    out, size = [], 0
+    for ch in name:
+        size += len(ch.encode("utf-8", "surrogatepass"))
+        if size > n: break
+        out.append(ch)
+    return "".join(out)
+
+def open_temp(target,  # the file that the temporary file will replace (it is created beside it)
+              mode: int = 0o666  # permission bits of the new file (minus the umask)
+             ) -> tuple[int, Path]:
+    "Create a new, unique `.TARGET.PID.RANDOM.tmp` beside `target` with `O_CREAT|O_EXCL`; return `(fd, path)`."
+    target = Path(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):  # a clash of 32 random bits is rare; 100 in a row means something else is wrong
+        tmp = target.with_name(f".{_cut_name(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try: return os.open(tmp, flags, mode), tmp
+        except FileExistsError: continue
+    raise FileExistsError(f"could not create a unique temporary file beside {target}")
+
+
+# %% ../nbs/03_parallel_chunking.ipynb #325a9451
+def atomic_write(path,  # the file to create or replace
+                 data: bytes  # its complete new contents
+                ) -> Path:
+    "Replace `path` by `data` atomically: a unique temporary file beside it (`open_temp`), fsync, `os.replace`."
+    path = Path(path)
+    if not isinstance(data, bytes): raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    directory = path.parent
+    if not directory.is_dir(): raise FileNotFoundError(f"directory {str(directory)!r} does not exist (writing {path})")
+    if path.is_dir(): raise IsADirectoryError(f"{path} is a directory")
+    fd, tmp = open_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try: os.unlink(tmp)
+        except FileNotFoundError: pass
+        raise
+    _fsync_dir(directory)
+    return path
+
 
 # %% ../nbs/03_parallel_chunking.ipynb #6d2b34cf
-def _check_special_tokens(special_tokens) -> tuple[str, ...]:
+def check_special_tokens(special_tokens) -> tuple[str, ...]:
     "The special tokens as a tuple, validated."
     if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Iterable):
         raise TypeError(f"special_tokens must be a sequence of strings, not {special_tokens!r}")
@@ -543,13 +570,13 @@ class _BackgroundSHA256(threading.Thread):
 # %% ../nbs/03_parallel_chunking.ipynb #dd9f0936
 def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size) -> tuple[str, ...]:
     "Check the arguments of a count before any work starts; return the special tokens as a tuple."
-    specials = _check_special_tokens(special_tokens)
-    if workers is not None: _check_int("workers", workers)
+    specials = check_special_tokens(special_tokens)
+    if workers is not None: check_int("workers", workers)
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {executor!r}")
     _check_errors(errors, specials)
     check_pattern(pattern)  # a str that compiles and covers text: refused before any work otherwise
-    _check_int("piece_size", piece_size); _check_int("min_chunk_size", min_chunk_size)
+    check_int("piece_size", piece_size); check_int("min_chunk_size", min_chunk_size)
     return specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #d5a58924
@@ -638,9 +665,19 @@ def _count_here(path: str, ranges: list[tuple[int, int]], args: tuple, total: _T
     return hasher.hexdigest() if hasher is not None else None
 
 # %% ../nbs/03_parallel_chunking.ipynb #19b9ba14
-def _count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size,
-                desc: str = "counting pre-tokens", sha256: bool = False) -> tuple[Counter[bytes], dict]:
-    "Count the pre-tokens of the file at `path`; also return a record of the run (with the SHA-256 if asked)."
+def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must be able to open this path)
+               special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators: split on, never counted
+               workers: int | None = None,  # processes (with `executor`: its parallelism); None: one per CPU; 1: in-process
+               executor: Executor | None = None,  # any concurrent.futures.Executor; None: a process pool
+               pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
+               errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
+               progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
+               piece_size: int = 1 << 20,  # bytes a worker reads at a time
+               min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
+               desc: str = "counting pre-tokens",  # the progress bar's label
+               sha256: bool = False,  # also hash the file (read alongside the workers)
+              ) -> tuple[Counter[bytes], dict]:
+    "`count_pretokens_file`, also returning a record of the run: bytes, ranges, processes, special tokens found, SHA-256 (if asked), seconds."
     specials = _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size)
     path, started = os.path.abspath(os.fspath(path)), perf_counter()
     w = workers or os.cpu_count() or 1

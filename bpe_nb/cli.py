@@ -24,16 +24,17 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
            'command', 'arguments', 'build_parser', 'main', 'check_output_path', 'same_file', 'check_not_input',
            'find_invalid_utf8', 'read_lines', 'longest_tokens', 'format_tokens', 'length_histogram', 'format_histogram',
            'show_progress', 'bundled_corpus', 'cmd_train', 'add_tokenizer_arguments', 'sniff_tokenizer',
-           'read_tokenizer', 'tokenizer_from_args', 'cmd_encode', 'parse_ids', 'ids_file_kind', 'default_dtype',
-           'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect', 'cmd_export',
-           'cmd_explain']
+           'read_tokenizer', 'tokenizer_from_args', 'show_line', 'cmd_encode', 'parse_ids', 'ids_file_kind',
+           'default_dtype', 'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect',
+           'cmd_export', 'cmd_explain']
 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
-from .artifacts import ENCODINGS, open_temp
+from .chunking import open_temp
+from .interop import ENCODINGS
 from .encoder import format_explanation
 from .naive import TIE_BREAKS
-from .pretokenize import bytes_to_printable
+from .pretokenize import bytes_to_printable, show_tokens
 
 # %% ../nbs/06_cli.ipynb #72af7ee6
 PROG = "bpe-nb"
@@ -536,17 +537,17 @@ def read_tokenizer(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
                     model: bool = False,  # a native file as a `BPEModel` (with its training record), not a `Tokenizer`
                     trust_pattern: bool = False  # --trust-pattern: run a pattern from the file even if unknown
                    ) -> tuple[str, object]:
-    "`(format, tokenizer)` of `path`, whatever its form, read with `bpe_nb.artifacts`; any problem is a `CLIError`."
-    from bpe_nb import artifacts
+    "`(format, tokenizer)` of `path`, whatever its form, read with `bpe_nb.artifacts` and `bpe_nb.interop`; any problem is a `CLIError`."
+    from bpe_nb import artifacts, interop
     trust = {"trust_pattern": trust_pattern}
     try:
         kind, files = sniff_tokenizer(path)
         if kind == "native": return kind, (artifacts.load_model if model else artifacts.load)(files[0], **trust)
-        if kind == "hf": return kind, artifacts.import_hf(files[0], **trust)
-        if kind == "tiktoken": return kind, artifacts.import_tiktoken(files[0], **trust)
-        return kind, artifacts.import_gpt2(*files)  # GPT-2 files name no pattern: GPT-2's is used
+        if kind == "hf": return kind, interop.import_hf(files[0], **trust)
+        if kind == "tiktoken": return kind, interop.import_tiktoken(files[0], **trust)
+        return kind, interop.import_gpt2(*files)  # GPT-2 files name no pattern: GPT-2's is used
     except artifacts.ArtifactError as e:
-        if not trust_pattern and "not one of the known patterns" in e.problem:  # said for the command line, briefly
+        if e.kind == "untrusted-pattern":  # said for the command line, briefly
             raise CLIError(f"cannot load tokenizer {e.path}: its pre-tokenizer regex is not a known one (GPT-2, "
                            "cl100k, o200k) and could take exponential time; pass --trust-pattern if you trust the file") from None
         raise CLIError(f"cannot load tokenizer {e}") from None
@@ -570,8 +571,8 @@ def tokenizer_from_args(args,  # parsed options of a command that called `add_to
         if ranks is None:
             raise CLIError(f"--encoding {enc} needs --ranks FILE, the encoding's ranks ({enc}.tiktoken, plain or gzip)",
                            EXIT_USAGE)
-        from bpe_nb import artifacts
-        try: return "encoding", artifacts.get_encoding(enc, ranks)
+        from bpe_nb import artifacts, interop
+        try: return "encoding", interop.get_encoding(enc, ranks)
         except artifacts.ArtifactError as e: raise CLIError(f"cannot load encoding {enc}: {e}") from None
     if ranks is not None: raise CLIError("--ranks goes with --encoding NAME", EXIT_USAGE)
     if path is None:
@@ -598,24 +599,39 @@ def _encode_arguments(e: argparse.ArgumentParser):
                    help="integer type of --out (default: uint16 if every id fits)")
     e.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="processes encoding for --out (default: one per CPU)")
+    e.add_argument("--show", action="store_true",
+                   help="print each line's tokens in alternating colours (spaces as ␣) instead of their ids; "
+                        "plain text with | between tokens when NO_COLOR is set")
+
+# %% ../nbs/06_cli.ipynb #5b0c1e02
+def show_line(tok,  # the tokenizer
+              line: str  # one input line, with its line ending
+             ) -> str:
+    "One output line of `encode --show`: the tokens of `line` in ANSI colours, or plain with `NO_COLOR` set."
+    ids = tok.encode(line)
+    view = show_tokens([tok.decode_bytes([i]) for i in ids], ids)
+    if os.environ.get("NO_COLOR"): return str(view).replace("↵\n", "↵") + "\n"
+    return view.ansi().replace("\n", "") + "\x1b[0m\n"
 
 # %% ../nbs/06_cli.ipynb #5dd80883
 def _file_bar(name: str, bars: bool, desc: str):
     "A tqdm bar over the bytes of file `name` (None for stdin, or when bars are off)."
     if not bars or name == "-": return None
-    from bpe_nb.naive import _Bar
-    return _Bar(total=Path(name).stat().st_size, desc=desc, unit="B", unit_scale=True, file=sys.stderr)
+    from bpe_nb.naive import ProgressBar
+    return ProgressBar(total=Path(name).stat().st_size, desc=desc, unit="B", unit_scale=True, file=sys.stderr)
 
 @command("encode")
 def cmd_encode(args) -> int:
     "`bpe-nb encode`: the ids of each input line on stdout, or all ids to a .npy/.bin file with --out."
     if args.out is not None and Path(args.out).suffix not in (".npy", ".bin"):
         raise CLIError(f"--out must end in .npy or .bin, got '{args.out}' (see 'bpe-nb encode --help')", EXIT_USAGE)
+    if args.show and args.out is not None:
+        raise CLIError("--show prints the tokens of each line; it does not go with --out", EXIT_USAGE)
     tok = tokenizer_from_args(args)[1]
     if args.out is not None: return _encode_to_file(tok, args)
     bar, write = _file_bar(args.input, show_progress(args.quiet), "encode"), sys.stdout.write
     for line in read_lines(args.input):
-        write(" ".join(map(str, tok.encode(line))) + "\n")
+        write(show_line(tok, line) if args.show else " ".join(map(str, tok.encode(line))) + "\n")
         if bar is not None: bar.update(len(line.encode("utf-8")))
     if bar is not None: bar.close()
     sys.stdout.flush()
@@ -858,7 +874,7 @@ def _export_inputs(args) -> list[tuple[str, Path]]:
 @command("export")
 def cmd_export(args) -> int:
     "`bpe-nb export`: write the tokenizer in another tool's format into the directory --out."
-    from bpe_nb import artifacts
+    from bpe_nb import interop
     out = Path(args.out)
     if out.exists() and not out.is_dir(): raise CLIError(f"cannot export to '{out}': it is a file, not a directory")
     if not out.exists() and not out.parent.is_dir():
@@ -866,11 +882,11 @@ def cmd_export(args) -> int:
     for name in EXPORT_FILES[args.format]:
         check_not_input(out / name, _export_inputs(args), f"{args.format} export")
     tok = tokenizer_from_args(args)[1]
-    if args.format == "gpt2": written = artifacts.export_gpt2(tok, out)
+    if args.format == "gpt2": written = interop.export_gpt2(tok, out)
     elif args.format == "hf":
         out.mkdir(exist_ok=True)
-        written = [artifacts.export_hf(tok, out / EXPORT_FILES["hf"][0])]
-    else: written = artifacts.export_tiktoken(tok, out, name=Path(EXPORT_FILES["tiktoken"][0]).stem)
+        written = [interop.export_hf(tok, out / EXPORT_FILES["hf"][0])]
+    else: written = interop.export_tiktoken(tok, out, name=Path(EXPORT_FILES["tiktoken"][0]).stem)
     print(f"exported {_source(args)} ({args.format}) to {out}:")
     for p in written: print(f"  {Path(p).name}  {Path(p).stat().st_size:,} bytes")
     return EXIT_OK

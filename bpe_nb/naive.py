@@ -4,6 +4,7 @@
 
 # %% ../nbs/01_naive_trainer.ipynb #cac56457
 from __future__ import annotations
+import random
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -12,15 +13,15 @@ from time import perf_counter
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['TIE_BREAKS', 'HF_BYTE_ORDER', 'merge_pair', 'BPEModel', 'MergeProgress', 'descending_key', 'EarlyStopWarning',
-           'TrainingRun', 'train_naive', 'merge_tree', 'draw_merge_tree']
+__all__ = ['TIE_BREAKS', 'HF_BYTE_ORDER', 'merge_pair', 'BPEModel', 'MergeProgress', 'train_naive', 'merge_tree',
+           'draw_merge_tree', 'descending_key', 'EarlyStopWarning', 'TrainingRun', 'check_trainer', 'ProgressBar']
 
 # %% ../nbs/01_naive_trainer.ipynb #1c29b796
 from fastcore.basics import patch
 from tqdm import tqdm
 
 # %% ../nbs/01_naive_trainer.ipynb #76ce9bba
-from .pretokenize import bytes_to_unicode
+from .pretokenize import bytes_to_unicode, count_pretokens
 
 # %% ../nbs/01_naive_trainer.ipynb #d881937e
 def merge_pair(symbols: Sequence,  # the symbols of one pre-token (ids or bytes)
@@ -62,6 +63,71 @@ class MergeProgress(NamedTuple):
 # %% ../nbs/01_naive_trainer.ipynb #9919e005
 TIE_BREAKS = ("bytes-greater", "ids-smaller", "hf")
 "The tie-break rules every trainer implements."
+
+# %% ../nbs/01_naive_trainer.ipynb #3eb626a9
+def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
+                vocab_size: int,  # total size: 256 bytes + merges + special tokens
+                special_tokens: Sequence[str] = (),  # added after the merges, in this order
+                tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
+                progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+               ) -> BPEModel:
+    "Learn BPE merges by recounting every pair at every step: simple, slow, and the reference."
+    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="naive")
+    words = run.words
+    while len(run.merges) < run.planned:
+        pair_counts = defaultdict(int)
+        for w, n in words:
+            for pair in zip(w, w[1:]): pair_counts[pair] += n
+        if not pair_counts: break  # every pre-token is one symbol: nothing left to merge
+        top = max(pair_counts.values())
+        best = min((p for p, n in pair_counts.items() if n == top), key=lambda p: run.rank(p, top))
+        new = run.add_merge(best, top)
+        words = [(merge_pair(w, best, new), n) if best[0] in w else (w, n) for w, n in words]
+    return run.model()
+
+# %% ../nbs/01_naive_trainer.ipynb #335316a8
+def merge_tree(model: BPEModel,  # a trained model
+               token: int  # the id of a token
+              ) -> bytes | tuple:
+    "The merge tree of `token`: its bytes for a single byte, else `(bytes, left subtree, right subtree)`."
+    first_id = {}
+    for i, b in sorted(model.vocab.items()): first_id.setdefault(b, i)
+    def tree(i):
+        if i < 256 or i - 256 >= len(model.merges): return model.vocab[i]
+        left, right = model.merges[i - 256]
+        return (model.vocab[i], tree(first_id[left]), tree(first_id[right]))
+    if token not in model.vocab: raise ValueError(f"token id {token} is not in the vocabulary")
+    return tree(token)
+
+# %% ../nbs/01_naive_trainer.ipynb #e410b75e
+def draw_merge_tree(model: BPEModel,  # a trained model
+                    token: int,  # the id of the token to draw
+                    ax=None  # a matplotlib Axes (a new figure if None)
+                   ):
+    "Draw the merge tree of `token`: bytes at the bottom, each merge a node above its two parts."
+    import matplotlib.pyplot as plt
+    tree = merge_tree(model, token)
+    ids = {b: i for i, b in sorted(model.vocab.items(), reverse=True)}
+    leaves, nodes, edges = [0], [], []
+    def place(t, depth):  # returns (x, y); leaves get consecutive x, parents sit above their children
+        if isinstance(t, bytes):
+            x = leaves[0]; leaves[0] += 1
+            nodes.append((x, 0, t, True)); return x, 0
+        (lx, ly), (rx, ry) = place(t[1], depth + 1), place(t[2], depth + 1)
+        x, y = (lx + rx) / 2, max(ly, ry) + 1
+        nodes.append((x, y, t[0], False)); edges.extend([((lx, ly), (x, y)), ((rx, ry), (x, y))])
+        return x, y
+    place(tree, 0)
+    if ax is None: _, ax = plt.subplots(figsize=(1.1 * leaves[0] + 1.5, 0.9 * max(n[1] for n in nodes) + 1.4))
+    for (x0, y0), (x1, y1) in edges: ax.plot([x0, x1], [y0, y1], color="#7f8c8d", zorder=1)
+    for x, y, b, leaf in nodes:
+        label = repr(b)[1:] + ("" if leaf else f"\nid {ids[b]}")
+        ax.text(x, y, label, ha="center", va="center", fontsize=10, zorder=2,
+                bbox=dict(boxstyle="round,pad=0.35", fc="#f0f0f0" if leaf else "#aed6f1",
+                          ec="#999999" if leaf else "#2471a3"))
+    ax.set_xlim(-0.7, leaves[0] - 0.3); ax.set_ylim(-0.6, max(n[1] for n in nodes) + 0.6)
+    ax.axis("off")
+    return ax
 
 # %% ../nbs/01_naive_trainer.ipynb #d7b26029
 _DESC = {x: 256 - x for x in range(256)}
@@ -156,70 +222,57 @@ def model(self: TrainingRun) -> BPEModel:
     merges = [(self.vocab[a], self.vocab[b]) for a, b in self.merges]
     return BPEModel(vocab=vocab, merges=merges, special_tokens=specials, info=info)
 
-# %% ../nbs/01_naive_trainer.ipynb #3eb626a9
-def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
-                vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                special_tokens: Sequence[str] = (),  # added after the merges, in this order
-                tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
-                progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
-               ) -> BPEModel:
-    "Learn BPE merges by recounting every pair at every step: simple, slow, and the reference."
-    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="naive")
-    words = run.words
-    while len(run.merges) < run.planned:
-        pair_counts = defaultdict(int)
-        for w, n in words:
-            for pair in zip(w, w[1:]): pair_counts[pair] += n
-        if not pair_counts: break  # every pre-token is one symbol: nothing left to merge
-        top = max(pair_counts.values())
-        best = min((p for p, n in pair_counts.items() if n == top), key=lambda p: run.rank(p, top))
-        new = run.add_merge(best, top)
-        words = [(merge_pair(w, best, new), n) if best[0] in w else (w, n) for w, n in words]
-    return run.model()
+# %% ../nbs/01_naive_trainer.ipynb #4d548e4a
+def _check_corpora(n_random: int,  # how many random corpora after the worked examples
+                   seed: int  # for the random corpora
+                  ) -> list[tuple[str, dict[bytes, int], int]]:
+    "The corpora `check_trainer` uses: `(name, {pre-token: count}, merges to learn)`, worked examples first."
+    out = [('"low lower"', count_pretokens("low lower"), 4),
+           ('"low lower lowest"', count_pretokens("low lower lowest"), 6),
+           ('"ab ab ab"', count_pretokens("ab ab ab"), 2),
+           ('"cab"', {b"cab": 1}, 1),
+           ("Gage's aaabdaaabac", {b"aaabdaaabac": 1}, 3),
+           ("overlapping pairs", {b"xxxxxx": 1, b"xxx": 2}, 3),
+           ('" x!y" (the three rules differ)', {b" x!y": 1}, 1),
+           ('"ab\\nab\\nab" (stops early: no pair left)', count_pretokens("ab\nab\nab"), 10),
+           ("multi-byte characters", count_pretokens("naïve café, 中文 €€ 👍🏽 naïve"), 12),
+           ("an empty table", {}, 3)]
+    rng = random.Random(seed)
+    for k in range(n_random):
+        alphabet = rng.choice([b"ab", b"abc ", b"xy \n", b"\xc3\xa9a\xe2\x82\xac "])
+        counts = {bytes(rng.choices(alphabet, k=rng.randrange(1, 9))): rng.randrange(1, 10)
+                  for _ in range(rng.randrange(1, 7))}
+        out.append((f"random corpus {k} {counts}", counts, rng.randrange(1, 25)))
+    return out
 
-# %% ../nbs/01_naive_trainer.ipynb #335316a8
-def merge_tree(model: BPEModel,  # a trained model
-               token: int  # the id of a token
-              ) -> bytes | tuple:
-    "The merge tree of `token`: its bytes for a single byte, else `(bytes, left subtree, right subtree)`."
-    first_id = {}
-    for i, b in sorted(model.vocab.items()): first_id.setdefault(b, i)
-    def tree(i):
-        if i < 256 or i - 256 >= len(model.merges): return model.vocab[i]
-        left, right = model.merges[i - 256]
-        return (model.vocab[i], tree(first_id[left]), tree(first_id[right]))
-    if token not in model.vocab: raise ValueError(f"token id {token} is not in the vocabulary")
-    return tree(token)
-
-# %% ../nbs/01_naive_trainer.ipynb #e410b75e
-def draw_merge_tree(model: BPEModel,  # a trained model
-                    token: int,  # the id of the token to draw
-                    ax=None  # a matplotlib Axes (a new figure if None)
-                   ):
-    "Draw the merge tree of `token`: bytes at the bottom, each merge a node above its two parts."
-    import matplotlib.pyplot as plt
-    tree = merge_tree(model, token)
-    ids = {b: i for i, b in sorted(model.vocab.items(), reverse=True)}
-    leaves, nodes, edges = [0], [], []
-    def place(t, depth):  # returns (x, y); leaves get consecutive x, parents sit above their children
-        if isinstance(t, bytes):
-            x = leaves[0]; leaves[0] += 1
-            nodes.append((x, 0, t, True)); return x, 0
-        (lx, ly), (rx, ry) = place(t[1], depth + 1), place(t[2], depth + 1)
-        x, y = (lx + rx) / 2, max(ly, ry) + 1
-        nodes.append((x, y, t[0], False)); edges.extend([((lx, ly), (x, y)), ((rx, ry), (x, y))])
-        return x, y
-    place(tree, 0)
-    if ax is None: _, ax = plt.subplots(figsize=(1.1 * leaves[0] + 1.5, 0.9 * max(n[1] for n in nodes) + 1.4))
-    for (x0, y0), (x1, y1) in edges: ax.plot([x0, x1], [y0, y1], color="#7f8c8d", zorder=1)
-    for x, y, b, leaf in nodes:
-        label = repr(b)[1:] + ("" if leaf else f"\nid {ids[b]}")
-        ax.text(x, y, label, ha="center", va="center", fontsize=10, zorder=2,
-                bbox=dict(boxstyle="round,pad=0.35", fc="#f0f0f0" if leaf else "#aed6f1",
-                          ec="#999999" if leaf else "#2471a3"))
-    ax.set_xlim(-0.7, leaves[0] - 0.3); ax.set_ylim(-0.6, max(n[1] for n in nodes) + 0.6)
-    ax.axis("off")
-    return ax
+# %% ../nbs/01_naive_trainer.ipynb #d8eb5728
+def check_trainer(fn,  # your trainer: `fn(counts, n, tie_break)` -> the first `n` merges, as `(bytes, bytes)` pairs
+                  tie_breaks: Sequence[str] = TIE_BREAKS,  # the tie rules to check
+                  n_random: int = 200,  # random small corpora, after the chapter's worked examples
+                  seed: int = 0  # for the random corpora
+                 ) -> int:
+    "Compare `fn` with `train_naive` merge by merge; raise `AssertionError` at the first difference, else return the number of checks."
+    for t in tie_breaks:
+        if t not in TIE_BREAKS: raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {t!r}")
+    corpora, checked = _check_corpora(n_random, seed), 0
+    for tie_break in tie_breaks:
+        for name, counts, n in corpora:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EarlyStopWarning)
+                want = train_naive(counts, 256 + n, tie_break=tie_break, progress=False).merges
+            where = f"on {name}, {n} merges asked, tie_break={tie_break!r}"
+            try: got = [tuple(p) for p in fn(dict(counts), n, tie_break)]
+            except Exception as e: raise AssertionError(f"your trainer raised {type(e).__name__}: {e} ({where})") from e
+            for k, (w, g) in enumerate(zip(want, got)):
+                if w != g: raise AssertionError(f"merge {k} differs {where}: expected {w!r}, got {g!r}")
+            if len(got) != len(want):
+                k = min(len(want), len(got))
+                raise AssertionError(f"{len(got)} merges instead of {len(want)} {where}: " +
+                                     (f"merge {k} should be {want[k]!r}" if k < len(want) else
+                                      f"no pair is left after merge {k - 1}, but you returned {got[k]!r}"))
+            checked += 1
+    print(f"all {checked} checks passed: {len(corpora)} corpora under {len(tie_breaks)} tie rule(s)")
+    return checked
 
 # %% ../nbs/01_naive_trainer.ipynb #655f1b4a
 HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).index(b) for b in range(256))
@@ -260,7 +313,7 @@ def _pretokens(counts: Mapping[bytes, int]  # pre-token bytes -> count
     return words
 
 # %% ../nbs/01_naive_trainer.ipynb #58e8a28f
-class _Bar(tqdm):
+class ProgressBar(tqdm):
     "A tqdm bar that starts no monitor thread, so that the process can fork workers later."
     monitor_interval = 0
 
@@ -272,7 +325,7 @@ def _progress_reporter(progress, planned: int, desc: str):
         return (lambda done, pair, count: progress(MergeProgress(done, planned, pair, count))), lambda: None
     if progress is not None and progress is not True:
         raise TypeError(f"progress must be None, True, False or a callable, got {progress!r}")
-    bar = _Bar(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
+    bar = ProgressBar(total=planned, desc=desc, unit="merge", mininterval=0.2, leave=True)
     last, latest = [0.0], [None]
     def show(done, pair, count):
         bar.set_postfix_str(f"{pair[0]!r} + {pair[1]!r} ({count:,})", refresh=False)

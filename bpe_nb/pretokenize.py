@@ -4,19 +4,31 @@
 
 # %% ../nbs/00_pretokenize.ipynb #22b6d509
 from __future__ import annotations
+import html
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 import re
 import sys
+from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS',
-           'compile_pattern', 'pretokenize', 'special_pattern', 'split_special', 'count_pretokens', 'bytes_to_unicode',
-           'unicode_to_bytes', 'check_pattern', 'bytes_to_printable', 'printable_to_bytes']
+__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS', 'GPT2_ASCII',
+           'visible', 'compile_pattern', 'pretokenize', 'split_special', 'count_pretokens', 'bytes_to_unicode',
+           'unicode_to_bytes', 'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern',
+           'bytes_to_printable', 'printable_to_bytes', 'special_pattern', 'TokenView', 'show_tokens']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
 import regex
+
+# %% ../nbs/00_pretokenize.ipynb #c3abad08
+_SHOWN = {" ": "␣", "\n": "↵", "\t": "→"}
+
+def visible(s: str | bytes  # a token or any text; bytes are decoded as UTF-8 (a bad byte as `\xNN`)
+           ) -> str:
+    "`s` with its whitespace made visible: space `␣`, newline `↵`, tab `→`, other control characters as their pictures."
+    if isinstance(s, (bytes, bytearray)): s = bytes(s).decode("utf-8", "backslashreplace")
+    return "".join(_SHOWN.get(c) or (chr(0x2400 + ord(c)) if ord(c) < 32 else "␡" if c == "\x7f" else c) for c in s)
 
 # %% ../nbs/00_pretokenize.ipynb #315076a4
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -67,13 +79,151 @@ def pretokenize(text: str,  # the text to cut (no special-token handling here)
     found = rx.findall(text)
     if pattern not in PROVEN_PATTERNS:  # a proven pattern covers every text: no check needed
         _check_groups(rx, pattern)
-        i = _uncovered(text, found, rx)
-        if i >= 0: raise _not_covered(pattern, text[i], f"index {i}")
+        i = first_gap(text, found, rx)
+        if i >= 0: raise not_covered_error(pattern, text[i], f"index {i}")
         found = [m for m in found if m]  # an empty match holds no text
     try: return [m.encode("utf-8") for m in found]
     except UnicodeEncodeError: _check_utf8(text); raise
 
-# %% ../nbs/00_pretokenize.ipynb #dd174d48
+# %% ../nbs/00_pretokenize.ipynb #e005ca1d
+def split_special(text: str,  # the text to split
+                  special_tokens: Iterable[str] = ()  # strings to keep whole, such as "<|endoftext|>"
+                 ) -> Iterator[str]:
+    "Yield the non-empty text segments and the special tokens of `text` in order, longest special first."
+    rx = special_pattern(tuple(special_tokens))
+    if rx is None:
+        if text: yield text
+        return
+    # With one capturing group, `split` alternates: text, special, text, special, ..., text.
+    for piece in rx.split(text):
+        if piece: yield piece
+
+# %% ../nbs/00_pretokenize.ipynb #afc739fa
+def count_pretokens(text: str,  # the training text
+                    special_tokens: Iterable[str] = (),  # document separators: split on, never counted
+                    pattern: str = GPT2_PATTERN  # the pre-tokenizer regex
+                   ) -> Counter[bytes]:
+    "Count the pre-tokens of `text` (as UTF-8 bytes), splitting on and dropping `special_tokens`."
+    specials = set(special_tokens)
+    rx, counts, n_chars = compile_pattern(pattern), Counter(), 0
+    for piece in split_special(text, specials):
+        if piece not in specials: counts.update(rx.findall(piece)); n_chars += len(piece)
+    if pattern not in PROVEN_PATTERNS:
+        _check_groups(rx, pattern)
+        counts.pop("", None)  # an empty match holds no text
+        if sum(len(s) * n for s, n in counts.items()) != n_chars:
+            i = first_uncovered(text, specials, pattern)
+            raise not_covered_error(pattern, text[i], f"index {i}")
+    try: return Counter({s.encode("utf-8"): n for s, n in counts.items()})
+    except UnicodeEncodeError: _check_utf8(text); raise
+
+# %% ../nbs/00_pretokenize.ipynb #143cd0cc
+@lru_cache(maxsize=None)
+def bytes_to_unicode() -> dict[int, str]:
+    "GPT-2's map from each byte value to a printable character (the form of `vocab.json` and `merges.txt`)."
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table, shift = {b: chr(b) for b in keep}, 0
+    for b in range(256):
+        if b not in table: table[b], shift = chr(256 + shift), shift + 1
+    return dict(sorted(table.items()))
+
+# %% ../nbs/00_pretokenize.ipynb #155d33b1
+@lru_cache(maxsize=None)
+def unicode_to_bytes() -> dict[str, int]:
+    "The inverse of `bytes_to_unicode`: printable character → byte value."
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+# %% ../nbs/00_pretokenize.ipynb #971300ed
+def first_gap(text: str, found: list[str], rx: regex.Pattern) -> int:
+    "-1 if `found`, the matches of `rx` in `text`, cover all of it; else the index of the first character they skip."
+    if sum(map(len, found)) == len(text): return -1  # non-overlapping matches: equal lengths mean full cover
+    pos = 0
+    for m in rx.finditer(text):
+        if m.start() > pos: break
+        pos = m.end()
+    return pos
+
+def not_covered_error(pattern: str, char: str, where: str) -> ValueError:
+    "The error for a character that no match of `pattern` takes."
+    return ValueError(f"pattern {pattern!r} does not cover the text: {char!r} at {where} is in no match, so "
+                      "pre-tokenizing would silently drop it (a pre-tokenizer must match every character)")
+
+def _check_groups(rx: regex.Pattern, pattern: str):
+    "Refuse a capturing group: `findall` would return the groups, not the pre-tokens."
+    if rx.groups: raise ValueError(f"pattern {pattern!r} has a capturing group: findall would return the group, "
+                                   "not the whole match; write (?:...) instead")
+
+# %% ../nbs/00_pretokenize.ipynb #8a5f348e
+def first_uncovered(text: str, special_tokens: Iterable[str], pattern: str) -> int:
+    "The index of the first character of `text` that is in no special token and no match of `pattern`, or -1."
+    rx, specials, pos = compile_pattern(pattern), set(special_tokens), 0
+    for piece in split_special(text, specials):
+        if piece not in specials:
+            i = first_gap(piece, rx.findall(piece), rx)
+            if i >= 0: return pos + i
+        pos += len(piece)
+    return -1
+
+# %% ../nbs/00_pretokenize.ipynb #561930c1
+_PROBE = ("Hello, world! It's 12:30; don't PANIC.\n\n  \tnaïve café Ωμέγα 中文，日本語 ٣٤ ½ Ⅻ 👍🏽👨‍👩‍👧 "
+          "e\u0301 \u00a0\u2028\u3000\ufeff€ \U0001d400x" + "".join(map(chr, range(128))))  # every ASCII character too
+
+@lru_cache(maxsize=None)
+def _checked(pattern: str) -> regex.Pattern:
+    "`check_pattern` without the type check (cached: exceptions are not)."
+    try: rx = compile_pattern(pattern)
+    except (regex.error, RecursionError) as e: raise ValueError(f"pattern {pattern!r} is not a valid regex: {e}") from None
+    if pattern in PROVEN_PATTERNS: return rx
+    _check_groups(rx, pattern)
+    found = rx.findall(_PROBE)
+    if rx.search("") is not None or not all(found):
+        raise ValueError(f"pattern {pattern!r} can match the empty string: a pre-token must hold at least one character")
+    i = first_gap(_PROBE, found, rx)
+    if i >= 0:
+        raise ValueError(f"pattern {pattern!r} does not cover every text: on a test text its matches skip {_PROBE[i]!r}, "
+                         "which pre-tokenizing would silently drop (a pre-tokenizer must match every character)")
+    return rx
+
+def check_pattern(pattern: str  # a pre-tokenizer regex in `regex` syntax
+                 ) -> regex.Pattern:
+    "`compile_pattern(pattern)`, after checking it can pre-tokenize: no capturing group, no empty match, full cover of a test text."
+    if not isinstance(pattern, str): raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    return _checked(pattern)
+
+# %% ../nbs/00_pretokenize.ipynb #b9937808
+def _check_utf8(text: str):
+    "Raise `ValueError` naming the first lone surrogate in `text`, which UTF-8 cannot encode."
+    m = regex.search(r"[\ud800-\udfff]", text)
+    if m: raise ValueError(f"text has a lone surrogate U+{ord(m.group()):04X} at index {m.start()}; "
+                           "it cannot be encoded as UTF-8")
+
+# %% ../nbs/00_pretokenize.ipynb #96c4f7e0
+_TO_PRINTABLE = dict(bytes_to_unicode())  # `str.translate` table: byte (as a Latin-1 code point) -> printable char
+_FROM_PRINTABLE = {**{x: "\uffff" for x in range(256)},  # not printable: becomes a char Latin-1 cannot encode
+                   **{ord(c): chr(b) for c, b in unicode_to_bytes().items()}}
+
+# %% ../nbs/00_pretokenize.ipynb #58153d05
+def bytes_to_printable(b: bytes) -> str:
+    "Render bytes in GPT-2's printable form, e.g. `b' the'` → `'Ġthe'`."
+    return bytes(b).decode("latin-1").translate(_TO_PRINTABLE)
+
+# %% ../nbs/00_pretokenize.ipynb #1c1342d4
+def printable_to_bytes(s: str) -> bytes:
+    "Parse GPT-2's printable form back to bytes; a character outside the table is a `ValueError`."
+    if not isinstance(s, str): raise TypeError(f"expected a str in GPT-2's printable form, got {type(s).__name__}")
+    try: return s.translate(_FROM_PRINTABLE).encode("latin-1")
+    except UnicodeEncodeError: pass
+    table = unicode_to_bytes()
+    bad = next(c for c in s if c not in table)
+    raise ValueError(f"{bad!r} is not a GPT-2 printable byte (in {s!r})")
+
+# %% ../nbs/00_pretokenize.ipynb #2aa1ef97
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
+GPT2_ASCII = re.compile(r""" ?[A-Za-z]+{p}|'(?:[sdmt]|ll|ve|re)| ?[^\t-\r A-Za-z0-9]+{p}| ?[0-9]+{p}"""
+                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
+"GPT-2's pattern for `re`: the same matches as `GPT2_PATTERN` on pure-ASCII text, and only there."
+
+# %% ../nbs/00_pretokenize.ipynb #79664c31
 _TRIE_DEPTH = 50  # nested groups in a special-token regex at most; a deeper branch is a plain longest-first alternation
 
 def _special_alternation(toks: set[str]) -> str:
@@ -119,140 +269,133 @@ def special_pattern(special_tokens: tuple[str, ...]  # the special tokens, any o
     if not special_tokens: return None
     return regex.compile("(" + _special_alternation(set(special_tokens)) + ")")
 
-# %% ../nbs/00_pretokenize.ipynb #e005ca1d
-def split_special(text: str,  # the text to split
-                  special_tokens: Iterable[str] = ()  # strings to keep whole, such as "<|endoftext|>"
-                 ) -> Iterator[str]:
-    "Yield the non-empty text segments and the special tokens of `text` in order, longest special first."
-    rx = special_pattern(tuple(special_tokens))
-    if rx is None:
-        if text: yield text
-        return
-    # With one capturing group, `split` alternates: text, special, text, special, ..., text.
-    for piece in rx.split(text):
-        if piece: yield piece
+# %% ../nbs/00_pretokenize.ipynb #3196860e
+def _char_len(data: bytes, i: int) -> int:
+    "The length of the UTF-8 character that starts at `data[i]`, or 0 if none starts there."
+    b = data[i]
+    n = 1 if b < 0x80 else 2 if 0xC2 <= b < 0xE0 else 3 if 0xE0 <= b < 0xF0 else 4 if 0xF0 <= b < 0xF5 else 0
+    try: return n if n and len(data[i:i + n].decode("utf-8")) == 1 else 0
+    except UnicodeDecodeError: return 0
 
-# %% ../nbs/00_pretokenize.ipynb #afc739fa
-def count_pretokens(text: str,  # the training text
-                    special_tokens: Iterable[str] = (),  # document separators: split on, never counted
-                    pattern: str = GPT2_PATTERN  # the pre-tokenizer regex
-                   ) -> Counter[bytes]:
-    "Count the pre-tokens of `text` (as UTF-8 bytes), splitting on and dropping `special_tokens`."
-    specials = set(special_tokens)
-    rx, counts, n_chars = compile_pattern(pattern), Counter(), 0
-    for piece in split_special(text, specials):
-        if piece not in specials: counts.update(rx.findall(piece)); n_chars += len(piece)
-    if pattern not in PROVEN_PATTERNS:
-        _check_groups(rx, pattern)
-        counts.pop("", None)  # an empty match holds no text
-        if sum(len(s) * n for s, n in counts.items()) != n_chars:
-            i = _first_uncovered(text, specials, pattern)
-            raise _not_covered(pattern, text[i], f"index {i}")
-    try: return Counter({s.encode("utf-8"): n for s, n in counts.items()})
-    except UnicodeEncodeError: _check_utf8(text); raise
+def _runs(pieces: list[bytes]) -> list[list[tuple[str, str]]]:
+    "For each piece, its runs `(kind, shown)`: whole characters as `text`, else `partial` or `invalid` bytes in hex."
+    data = b"".join(pieces)
+    char_at, i = [None] * len(data), 0  # each byte -> (start, end) of its character in `data`; None: not UTF-8
+    while i < len(data):
+        n = _char_len(data, i)
+        for j in range(i, i + max(n, 1)): char_at[j] = (i, i + n) if n else None
+        i += max(n, 1)
+    out, start = [], 0
+    for p in pieces:
+        end, runs = start + len(p), []
+        for j in range(start, end):
+            c = char_at[j]
+            if c is None: kind, shown = "invalid", f"{data[j]:02x}"
+            elif c[0] < start or c[1] > end: kind, shown = "partial", f"{data[j]:02x}"  # the character crosses a token edge
+            elif c[0] == j: kind, shown = "text", data[j:c[1]].decode("utf-8")
+            else: continue  # inside a whole character, already shown
+            if runs and runs[-1][0] == kind: runs[-1] = (kind, runs[-1][1] + ("" if kind == "text" else " ") + shown)
+            else: runs.append((kind, shown))
+        out.append(runs)
+        start = end
+    return out
 
-# %% ../nbs/00_pretokenize.ipynb #143cd0cc
-@lru_cache(maxsize=None)
-def bytes_to_unicode() -> dict[int, str]:
-    "GPT-2's map from each byte value to a printable character (the form of `vocab.json` and `merges.txt`)."
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    table, shift = {b: chr(b) for b in keep}, 0
-    for b in range(256):
-        if b not in table: table[b], shift = chr(256 + shift), shift + 1
-    return dict(sorted(table.items()))
+# %% ../nbs/00_pretokenize.ipynb #37b239d9
+_PALETTE = ("#cfe8fc", "#fde2b8", "#d5f5d0", "#f5d0e8", "#e4dcfb", "#fbf3b8", "#c9f1ee", "#f8d3cc")  # token backgrounds
+_ANSI_BG = (153, 223, 194, 225, 189, 229, 159, 224)  # about the same colours, among a terminal's 256
 
-# %% ../nbs/00_pretokenize.ipynb #155d33b1
-@lru_cache(maxsize=None)
-def unicode_to_bytes() -> dict[str, int]:
-    "The inverse of `bytes_to_unicode`: printable character → byte value."
-    return {c: b for b, c in bytes_to_unicode().items()}
+class _Shown(NamedTuple):
+    "One token of a `TokenView`, ready to draw."
+    runs: list  # `(kind, shown)`: "text" (a str), or "partial" / "invalid" bytes in hex
+    title: str  # the hover text: id, group label, bytes
+    colour: int  # index into the palette
+    highlight: bool  # emphasised (e.g. the pair being merged)
 
-# %% ../nbs/00_pretokenize.ipynb #971300ed
-def _uncovered(text: str, found: list[str], rx: regex.Pattern) -> int:
-    "-1 if `found`, the matches of `rx` in `text`, cover all of it; else the index of the first character they skip."
-    if sum(map(len, found)) == len(text): return -1  # non-overlapping matches: equal lengths mean full cover
-    pos = 0
-    for m in rx.finditer(text):
-        if m.start() > pos: break
-        pos = m.end()
-    return pos
+class TokenView:
+    "Tokens in colour: HTML in Jupyter and on the site, `.ansi()` for a terminal, plain text as `str`."
+    def __init__(self, rows: list  # `(caption, tokens, legend)` per row: a str, a list of `_Shown`, {colour: label}
+                ):
+        self.rows = rows
 
-def _not_covered(pattern: str, char: str, where: str) -> ValueError:
-    "The error for a character that no match of `pattern` takes."
-    return ValueError(f"pattern {pattern!r} does not cover the text: {char!r} at {where} is in no match, so "
-                      "pre-tokenizing would silently drop it (a pre-tokenizer must match every character)")
+    def __add__(self, other: TokenView) -> TokenView:
+        "The two views one above the other."
+        return TokenView(self.rows + other.rows)
 
-def _check_groups(rx: regex.Pattern, pattern: str):
-    "Refuse a capturing group: `findall` would return the groups, not the pre-tokens."
-    if rx.groups: raise ValueError(f"pattern {pattern!r} has a capturing group: findall would return the group, "
-                                   "not the whole match; write (?:...) instead")
+    def __len__(self) -> int:
+        "The number of tokens shown."
+        return sum(len(toks) for _, toks, _ in self.rows)
 
-# %% ../nbs/00_pretokenize.ipynb #8a5f348e
-def _first_uncovered(text: str, special_tokens: Iterable[str], pattern: str) -> int:
-    "The index of the first character of `text` that is in no special token and no match of `pattern`, or -1."
-    rx, specials, pos = compile_pattern(pattern), set(special_tokens), 0
-    for piece in split_special(text, specials):
-        if piece not in specials:
-            i = _uncovered(piece, rx.findall(piece), rx)
-            if i >= 0: return pos + i
-        pos += len(piece)
-    return -1
+    def _span(self, t: _Shown) -> str:
+        style = f"background:{_PALETTE[t.colour % len(_PALETTE)]};padding:1px 2px;margin-right:1px;border-radius:3px"
+        cls = "bpe-token"
+        if t.highlight: style += ";outline:2px solid #c0392b;font-weight:bold"; cls += " highlight"
+        kinds = {k for k, _ in t.runs}
+        if kinds - {"text"}: style += ";border:1px dashed #555"; cls += " partial" if "partial" in kinds else " invalid"
+        inner = "".join(html.escape(visible(s)).replace("↵", "↵<br>") if k == "text" else f"<small>{s}</small>"
+                        for k, s in t.runs)
+        return f'<span class="{cls}" title="{html.escape(t.title)}" style="{style}">{inner}</span>'
 
-# %% ../nbs/00_pretokenize.ipynb #561930c1
-_PROBE = ("Hello, world! It's 12:30; don't PANIC.\n\n  \tnaïve café Ωμέγα 中文，日本語 ٣٤ ½ Ⅻ 👍🏽👨‍👩‍👧 "
-          "e\u0301 \u00a0\u2028\u3000\ufeff€ \U0001d400x" + "".join(map(chr, range(128))))  # every ASCII character too
+    @property
+    def html(self) -> str:
+        "Static HTML: per row a `div.bpe-tokens` holding one `<span>` per token, inline styles only, no script."
+        out = ['<div class="bpe-token-view" style="margin:0.4em 0">']
+        for caption, toks, legend in self.rows:
+            if caption: out.append(f'<div class="bpe-caption" style="font-size:85%;color:#555">{html.escape(caption)}</div>')
+            out.append('<div class="bpe-tokens" style="font-family:monospace;line-height:1.9;overflow-wrap:break-word">'
+                       + "<wbr>".join(map(self._span, toks)) + "</div>")
+            if legend: out.append('<div class="bpe-legend" style="font-size:85%">' + " ".join(
+                f'<i style="background:{_PALETTE[g % len(_PALETTE)]};padding:1px 4px;font-style:normal">'
+                f'{html.escape(str(label))}</i>' for g, label in legend.items()) + "</div>")
+        return "".join(out) + "</div>"
 
-@lru_cache(maxsize=None)
-def _checked(pattern: str) -> regex.Pattern:
-    "`check_pattern` without the type check (cached: exceptions are not)."
-    try: rx = compile_pattern(pattern)
-    except (regex.error, RecursionError) as e: raise ValueError(f"pattern {pattern!r} is not a valid regex: {e}") from None
-    if pattern in PROVEN_PATTERNS: return rx
-    _check_groups(rx, pattern)
-    found = rx.findall(_PROBE)
-    if rx.search("") is not None or not all(found):
-        raise ValueError(f"pattern {pattern!r} can match the empty string: a pre-token must hold at least one character")
-    i = _uncovered(_PROBE, found, rx)
-    if i >= 0:
-        raise ValueError(f"pattern {pattern!r} does not cover every text: on a test text its matches skip {_PROBE[i]!r}, "
-                         "which pre-tokenizing would silently drop (a pre-tokenizer must match every character)")
-    return rx
+    def _repr_html_(self) -> str: return self.html
 
-def check_pattern(pattern: str  # a pre-tokenizer regex in `regex` syntax
-                 ) -> regex.Pattern:
-    "`compile_pattern(pattern)`, after checking it can pre-tokenize: no capturing group, no empty match, full cover of a test text."
-    if not isinstance(pattern, str): raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
-    return _checked(pattern)
+    def ansi(self) -> str:
+        "For a terminal: each token on its colour (256-colour ANSI codes), highlighted ones bold and underlined."
+        out = []
+        for caption, toks, legend in self.rows:
+            if caption: out.append(caption + "\n")
+            for t in toks:
+                on = f"\x1b[{'1;4;' if t.highlight else ''}30;48;5;{_ANSI_BG[t.colour % len(_ANSI_BG)]}m"
+                text = "".join(visible(s) if k == "text" else f"\x1b[3m⟨{s}⟩\x1b[23m" for k, s in t.runs)
+                out.append(on + text.replace("↵", "↵\x1b[0m\n" + on) + "\x1b[0m")
+            out.append("\n")
+            if legend: out.append(" ".join(f"\x1b[30;48;5;{_ANSI_BG[g % len(_ANSI_BG)]}m {label} \x1b[0m"
+                                           for g, label in legend.items()) + "\n")
+        return "".join(out)
 
-# %% ../nbs/00_pretokenize.ipynb #b9937808
-def _check_utf8(text: str):
-    "Raise `ValueError` naming the first lone surrogate in `text`, which UTF-8 cannot encode."
-    m = regex.search(r"[\ud800-\udfff]", text)
-    if m: raise ValueError(f"text has a lone surrogate U+{ord(m.group()):04X} at index {m.start()}; "
-                           "it cannot be encoded as UTF-8")
+    def __str__(self) -> str:
+        "Plain text: tokens between `|`, whitespace visible, highlighted ones in `⟦ ⟧`, parts of a character as `⟨e2 82⟩`."
+        lines = []
+        for caption, toks, legend in self.rows:
+            shown = []
+            for t in toks:
+                s = "".join(visible(x) if k == "text" else f"⟨{x}⟩" for k, x in t.runs)
+                shown.append(f"⟦{s}⟧" if t.highlight else s)
+            lines.append((caption + ": " if caption else "") + "|".join(shown).replace("↵", "↵\n"))
+            if legend: lines.append("  ".join(f"{label}" for g, label in legend.items()))
+        return "\n".join(lines)
 
-# %% ../nbs/00_pretokenize.ipynb #96c4f7e0
-_TO_PRINTABLE = dict(bytes_to_unicode())  # `str.translate` table: byte (as a Latin-1 code point) -> printable char
-_FROM_PRINTABLE = {**{x: "\uffff" for x in range(256)},  # not printable: becomes a char Latin-1 cannot encode
-                   **{ord(c): chr(b) for c, b in unicode_to_bytes().items()}}
+    __repr__ = __str__
 
-# %% ../nbs/00_pretokenize.ipynb #58153d05
-def bytes_to_printable(b: bytes) -> str:
-    "Render bytes in GPT-2's printable form, e.g. `b' the'` → `'Ġthe'`."
-    return bytes(b).decode("latin-1").translate(_TO_PRINTABLE)
-
-# %% ../nbs/00_pretokenize.ipynb #1c1342d4
-def printable_to_bytes(s: str) -> bytes:
-    "Parse GPT-2's printable form back to bytes; a character outside the table is a `ValueError`."
-    if not isinstance(s, str): raise TypeError(f"expected a str in GPT-2's printable form, got {type(s).__name__}")
-    try: return s.translate(_FROM_PRINTABLE).encode("latin-1")
-    except UnicodeEncodeError: pass
-    table = unicode_to_bytes()
-    bad = next(c for c in s if c not in table)
-    raise ValueError(f"{bad!r} is not a GPT-2 printable byte (in {s!r})")
-
-# %% ../nbs/00_pretokenize.ipynb #2aa1ef97
-_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # `re` knows `++` from Python 3.11
-_GPT2_ASCII = re.compile(r""" ?[A-Za-z]+{p}|'(?:[sdmt]|ll|ve|re)| ?[^\t-\r A-Za-z0-9]+{p}| ?[0-9]+{p}"""
-                         r"""|[\t-\r ]+(?![^\t-\r ])|[\t-\r ]""".format(p=_POSSESSIVE))
-"GPT-2's pattern for `re`: the same matches as `GPT2_PATTERN` on pure-ASCII text, and only there."
+# %% ../nbs/00_pretokenize.ipynb #08edcb2c
+def show_tokens(pieces: Sequence[bytes],  # the tokens' bytes, in order
+                ids: Sequence[int] | None = None,  # their ids, named in each token's title
+                *,
+                groups: Sequence[int] | None = None,  # a colour number per token (default: alternating)
+                highlight: Iterable[int] = (),  # positions of tokens to emphasise
+                legend: str | Mapping[int, str] | None = None  # a caption for the row, or a label per group
+               ) -> TokenView:
+    "A coloured view of `pieces`: one span per token, whitespace visible, parts of a UTF-8 character marked."
+    pieces = [bytes(p) for p in pieces]
+    if ids is not None and len(ids) != len(pieces): raise ValueError(f"{len(ids)} ids for {len(pieces)} tokens")
+    if groups is not None and len(groups) != len(pieces): raise ValueError(f"{len(groups)} groups for {len(pieces)} tokens")
+    marked, labels = set(highlight), dict(legend) if isinstance(legend, Mapping) else {}
+    toks = []
+    for i, runs in enumerate(_runs(pieces)):
+        g = groups[i] if groups is not None else i % 2
+        title = ([f"id {ids[i]}"] if ids is not None else []) + ([str(labels[g])] if g in labels else []) + [repr(pieces[i])]
+        if any(k == "partial" for k, _ in runs): title.append("part of a UTF-8 character")
+        if any(k == "invalid" for k, _ in runs): title.append("not valid UTF-8")
+        toks.append(_Shown(runs, " · ".join(title), g, i in marked))
+    return TokenView([(legend if isinstance(legend, str) else "", toks, labels)])

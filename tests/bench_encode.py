@@ -173,7 +173,7 @@ def bench_stream_rss(big: Path):
 
 
 def bench_batch(ours, tik, batch_mb: int):
-    import bpe_nb.encoder as encoder
+    import bpe_nb.fast_encoding as encoder  # the batch thresholds live in chapter 04a's module
     sample = SAMPLE.read_text(encoding="utf-8")
     docs = (sample * max(1, round(batch_mb * 1e6 / len(sample))))[:int(batch_mb * 1e6)].split(EOT)
     ours.encode(sample)  # warm: forked workers inherit the cache

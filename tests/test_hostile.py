@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bpe_nb import artifacts, encoder
-from bpe_nb.artifacts import TEMP_NAME, export_gpt2, export_hf, export_tiktoken, save
+from bpe_nb import artifacts, encoder, fast_encoding, interop
+from bpe_nb.artifacts import TEMP_NAME, save
+from bpe_nb.interop import export_gpt2, export_hf, export_tiktoken
 from bpe_nb.naive import train_naive
 from bpe_nb.pretokenize import CL100K_PATTERN, O200K_PATTERN, count_pretokens
 
@@ -79,14 +80,14 @@ def assert_refused(result: dict, path: Path, *phrases: str):
 def load_native(path, trust=False): return _outcome(lambda: artifacts.load(path, trust_pattern=trust))
 def load_native_model(path):
     return _outcome(lambda: encoder.Tokenizer.from_model(artifacts.load_model(path)))
-def load_hf(path): return _outcome(lambda: artifacts.import_hf(path))
-def load_gpt2(vocab, merges): return _outcome(lambda: artifacts.import_gpt2(vocab, merges))
-def load_tiktoken(path): return _outcome(lambda: artifacts.import_tiktoken(path))
-def load_encoding(name, path): return _outcome(lambda: artifacts.get_encoding(name, path))
+def load_hf(path): return _outcome(lambda: interop.import_hf(path))
+def load_gpt2(vocab, merges): return _outcome(lambda: interop.import_gpt2(vocab, merges))
+def load_tiktoken(path): return _outcome(lambda: interop.import_tiktoken(path))
+def load_encoding(name, path): return _outcome(lambda: interop.get_encoding(name, path))
 
 
 def tiktoken_encoding_of(path):
-    try: artifacts.tiktoken_encoding(path)
+    try: interop.tiktoken_encoding(path)
     except artifacts.ArtifactError as e: return {"error": "ArtifactError", "message": str(e), "path": str(e.path)}
     return {"ok": 1}
 
@@ -181,7 +182,7 @@ def test_known_patterns_load_without_opt_in(files):
         path = _edit_json(files["native"], lambda d: d.update(pattern=pattern))
         assert "ok" in run_child("load_native", path)
         hf = _edit_json(files["hf"], lambda d: d["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(
-            Regex=artifacts.hf_spelling(pattern)))
+            Regex=interop.hf_spelling(pattern)))
         assert "ok" in run_child("load_hf", hf)
 
 
@@ -271,7 +272,7 @@ def test_every_error_names_the_file_at_fault(files):
 
 def test_gzip_bomb_is_refused(tmp_path):
     bomb = tmp_path / "cl100k_base.tiktoken.gz"
-    bomb.write_bytes(gzip.compress(b"A" * (artifacts.MAX_RANKS_BYTES + 10), compresslevel=9))
+    bomb.write_bytes(gzip.compress(b"A" * (interop.MAX_RANKS_BYTES + 10), compresslevel=9))
     assert bomb.stat().st_size < 1 << 20
     assert_refused(run_child("load_encoding", "cl100k_base", bomb, memory=1 << 30), bomb, "more than")
 
@@ -317,7 +318,7 @@ def test_a_target_that_is_a_link_is_replaced_not_followed(tmp_path):
 
 
 def test_encode_file_never_follows_a_planted_link(tmp_path):
-    if "open_temp" not in inspect.getsource(encoder._encode_file):
+    if "open_temp" not in inspect.getsource(fast_encoding._encode_file):
         pytest.xfail("encode_file still writes through the fixed name OUT.partial (the encoder's part of 14.3)")
     result = run_child("encode_file_through_planted_link", tmp_path)
     assert result["victim"] == "precious" and result["n"] > 0, result
@@ -379,7 +380,7 @@ def test_long_tokens_import_quickly(tmp_path):
 
 def test_a_token_over_the_length_cap_is_refused_before_it_costs_memory(tmp_path):
     "One long token would cost ~90 bytes of memory per byte while its merge is recovered: refused while reading."
-    ranks = _ranks_dir(tmp_path / "long", [b"ab" * (artifacts.MAX_RANK_TOKEN_BYTES // 2 + 1)]) / "x.tiktoken"
+    ranks = _ranks_dir(tmp_path / "long", [b"ab" * (interop.MAX_RANK_TOKEN_BYTES // 2 + 1)]) / "x.tiktoken"
     result = run_child("load_tiktoken", ranks.parent, timeout=10, memory=1 << 30)
     assert_refused(result, ranks, "line 257 holds a token of over 65,536 bytes")
     huge = tmp_path / "huge.tiktoken"  # the reviewer's case: 20 MB in one token, refused by the file size first
@@ -402,16 +403,16 @@ def _short_tokens(n: int) -> list[bytes]:
 
 
 def test_too_many_ranks_are_refused(tmp_path):
-    ranks = _ranks_dir(tmp_path / "many", _short_tokens(artifacts.MAX_RANKS - 255)) / "x.tiktoken"
+    ranks = _ranks_dir(tmp_path / "many", _short_tokens(interop.MAX_RANKS - 255)) / "x.tiktoken"
     assert_refused(run_child("load_tiktoken", ranks.parent, timeout=20, memory=1 << 30), ranks,
-                   f"more than {artifacts.MAX_RANKS:,} ranks")
+                   f"more than {interop.MAX_RANKS:,} ranks")
 
 
 def test_the_most_ranks_accepted_import_in_bounded_memory(tmp_path):
     "The largest count of ranks accepted (MAX_RANKS) imports under a 1 GiB address-space limit."
-    d = _ranks_dir(tmp_path / "most", _short_tokens(artifacts.MAX_RANKS - 256))
+    d = _ranks_dir(tmp_path / "most", _short_tokens(interop.MAX_RANKS - 256))
     result = run_child("load_tiktoken", d, timeout=60, memory=1 << 30)
-    assert result.get("vocab_size") == artifacts.MAX_RANKS, result
+    assert result.get("vocab_size") == interop.MAX_RANKS, result
 
 
 def test_json_files_are_capped_in_size_and_kind(files, tmp_path):
@@ -536,11 +537,11 @@ def fuzz(directory, examples):
     d = Path(directory)
     originals = {p: p.read_bytes() for p in d.rglob("*") if p.is_file()}
     loaders = {"tok.json": lambda: artifacts.load(d / "tok.json"),
-               "tokenizer.json": lambda: artifacts.import_hf(d / "tokenizer.json"),
-               "vocab.json": lambda: artifacts.import_gpt2(d / "gpt2" / "vocab.json", d / "gpt2" / "merges.txt"),
-               "merges.txt": lambda: artifacts.import_gpt2(d / "gpt2" / "vocab.json", d / "gpt2" / "merges.txt"),
-               "t.tiktoken": lambda: artifacts.import_tiktoken(d / "tt"),
-               "t.json": lambda: artifacts.import_tiktoken(d / "tt")}
+               "tokenizer.json": lambda: interop.import_hf(d / "tokenizer.json"),
+               "vocab.json": lambda: interop.import_gpt2(d / "gpt2" / "vocab.json", d / "gpt2" / "merges.txt"),
+               "merges.txt": lambda: interop.import_gpt2(d / "gpt2" / "vocab.json", d / "gpt2" / "merges.txt"),
+               "t.tiktoken": lambda: interop.import_tiktoken(d / "tt"),
+               "t.json": lambda: interop.import_tiktoken(d / "tt")}
     seen = {"ok": 0, "ArtifactError": 0}
 
     @settings(max_examples=examples, deadline=5000, database=None, derandomize=True,

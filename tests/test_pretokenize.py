@@ -180,3 +180,82 @@ def test_known_patterns_are_tiktokens(monkeypatch):
     for name in ("r50k_base", "p50k_base", "cl100k_base", "o200k_base"):
         assert KNOWN_PATTERNS[name] == getattr(openai_public, name)()["pat_str"], name
     assert openai_public.gpt2()["pat_str"] == R50K_PATTERN   # tiktoken spells GPT-2's pattern as r50k's
+
+
+# ---- the token view -----------------------------------------------------------------------------
+from html.parser import HTMLParser
+
+from bpe_nb.pretokenize import TokenView, show_tokens, visible
+
+
+class _Spans(HTMLParser):
+    "Collect the token spans of a view: their attributes and text (`<br>` as a newline)."
+    def __init__(self):
+        super().__init__(); self.spans, self.depth, self.tags = [], 0, []
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "span": self.spans.append({**dict(attrs), "text": ""})
+        if tag == "script": raise AssertionError("a token view must be static HTML")
+    def handle_data(self, data):
+        if self.spans and "span" in self.tags: self.spans[-1]["text"] += data
+    def handle_endtag(self, tag):
+        while self.tags and self.tags.pop() != tag: pass
+
+
+def spans_of(view: TokenView) -> list[dict]:
+    p = _Spans(); p.feed(view.html); p.close(); return p.spans
+
+
+def test_view_html_structure():
+    pieces = [b"Hello", b",", b" <b>&\"x\"", b"\n", b"\t!"]
+    view = show_tokens(pieces, ids=[10, 11, 12, 13, 14], highlight=[2])
+    assert view.html.startswith("<div") and 'class="bpe-tokens"' in view.html
+    spans = spans_of(view)
+    assert [s["title"].split(" · ")[0] for s in spans] == ["id 10", "id 11", "id 12", "id 13", "id 14"]
+    assert [s["text"] for s in spans] == ["Hello", ",", '␣<b>&"x"', "↵", "→!"]   # escaped in the HTML, shown as text
+    assert "&lt;b&gt;&amp;" in view.html and "<b>" not in view.html
+    assert spans[0]["style"].split(";")[0] != spans[1]["style"].split(";")[0]     # alternating backgrounds
+    assert spans[0]["style"].split(";")[0] == spans[2]["style"].split(";")[0]
+    assert "highlight" in spans[2]["class"] and "highlight" not in spans[1]["class"]
+    assert "↵<br>" in view.html and view._repr_html_() == view.html
+    assert str(view) == repr(view) == 'Hello|,|⟦␣<b>&"x"⟧|↵\n|→!'
+
+
+def test_view_partial_characters():
+    euro = "€".encode()
+    spans = spans_of(show_tokens([b"a", euro[:1], euro[1:], "中".encode()]))
+    assert [("partial" in s["class"]) for s in spans] == [False, True, True, False]
+    assert spans[1]["text"] == "e2" and spans[2]["text"] == "82 ac" and spans[3]["text"] == "中"
+    assert "part of a UTF-8 character" in spans[1]["title"] and "dashed" in spans[1]["style"]
+    bad = spans_of(show_tokens([b"\xff", b"ok"]))
+    assert "invalid" in bad[0]["class"] and "not valid UTF-8" in bad[0]["title"]
+
+
+def test_view_groups_legend_and_stacking():
+    view = show_tokens([b"a", b"b"], groups=[3, 3], legend={3: "letters"})
+    spans = spans_of(view)
+    assert spans[0]["style"].split(";")[0] == spans[1]["style"].split(";")[0]
+    assert "letters" in spans[0]["title"] and "letters" in view.html
+    both = view + show_tokens([b"c"], legend="caption")
+    assert len(both) == 3 and both.html.count('class="bpe-tokens"') == 2 and "caption" in both.html
+    with pytest.raises(ValueError, match="2 ids for 1 tokens"): show_tokens([b"a"], ids=[1, 2])
+
+
+def test_view_ansi():
+    out = show_tokens([b"a b", b"\n", b"c"], highlight=[2]).ansi()
+    assert out.count("\x1b[0m") >= 3 and "\x1b[1;4;" in out and "a␣b" in out and "↵" in out
+    assert out.endswith("\n") and "<span" not in out
+
+
+@given(st.lists(st.binary(min_size=1, max_size=4), max_size=12))
+def test_view_shows_every_token(pieces):
+    view = show_tokens(pieces)
+    spans = spans_of(view)
+    assert len(spans) == len(view) == len(pieces)
+    if b"".join(pieces).decode("utf-8", "ignore") == b"".join(pieces).decode("utf-8", "replace"):  # valid UTF-8
+        whole = [s["text"] for s, p in zip(spans, pieces) if "partial" not in s["class"]]
+        assert whole == [visible(p) for p, s in zip(pieces, spans) if "partial" not in s["class"]]
+
+
+def test_visible():
+    assert visible(" a\n\tb\r\x00") == "␣a↵→b␍␀" and visible(b"\xff ") == "\\xff␣"

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bpe_nb import incremental
+from bpe_nb import fast_merge, incremental  # importing fast_merge registers the fast loop with train_incremental
 from bpe_nb.incremental import train_incremental, train_incremental_simple
 from bpe_nb.naive import BPEModel, EarlyStopWarning, MergeProgress, merge_pair, train_naive
 from bpe_nb.pretokenize import count_pretokens, printable_to_bytes
@@ -66,10 +66,10 @@ def corpora(draw):
 
 def fast_with(small: int, *args, **kwargs) -> BPEModel:
     "`train_incremental` with merges listed at `small` positions or fewer done in Python (0: all in arrays)."
-    saved = incremental._SMALL_MERGE
-    incremental._SMALL_MERGE = small
+    saved = fast_merge._SMALL_MERGE
+    fast_merge._SMALL_MERGE = small
     try: return train_quiet(train_incremental, *args, **kwargs)
-    finally: incremental._SMALL_MERGE = saved
+    finally: fast_merge._SMALL_MERGE = saved
 
 
 def assert_same_training(counts, size, specials, tie_break):
@@ -292,12 +292,12 @@ def test_models_compare_without_info():
     assert a.info["trainer"] != b.info["trainer"] and a == b
 
 
-# ---- the fast loop (chapter 02, "Making it fast") ------------------------------------------------
+# ---- the fast loop (chapter 02a, the fast merge loop) ------------------------------------------------
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 def test_fast_equals_simple_on_tinystories(tinystories_sample, tie_break):
     counts = count_pretokens(tinystories_sample.read_text(encoding="utf-8"), [EOT])
     simple = train_quiet(train_incremental_simple, counts, 10_000, [EOT], tie_break=tie_break)
-    for small in (0, incremental._SMALL_MERGE, 10**9):
+    for small in (0, fast_merge._SMALL_MERGE, 10**9):
         fast = fast_with(small, counts, 10_000, [EOT], tie_break=tie_break)
         assert fast == simple and fast.info == simple.info
 
@@ -308,7 +308,7 @@ def test_fast_ids_past_the_surrogate_block():
     counts = Counter(bytes(rng.randrange(256) for _ in range(6)) for _ in range(14_000))
     simple = train_quiet(train_incremental_simple, counts, 80_000)
     assert len(simple.merges) > 0xD800 - 256 + 100
-    for small in (0, incremental._SMALL_MERGE):
+    for small in (0, fast_merge._SMALL_MERGE):
         assert fast_with(small, counts, 80_000) == simple
 
 
@@ -333,7 +333,7 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the links, the index."
     import numpy as np
     arrays, index, checked, active = [], {}, [], [False]
-    real_twin, real_index, real_update = incremental._twin, incremental._pair_index, incremental.update_counts
+    real_twin, real_index, real_update = fast_merge._twin, fast_merge._pair_index, incremental.update_counts
     def twin(a):
         t = real_twin(a); arrays.append(t[0]); return t
     def pair_index(sym, w):
@@ -351,10 +351,10 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
         assert live == pair_counts
         for pair, ps in sites.items(): assert ps <= set(np.asarray(index["where"][pair]).tolist())
         checked.append(len(sites))
-    monkeypatch.setattr(incremental, "_twin", twin)
-    monkeypatch.setattr(incremental, "_pair_index", pair_index)
+    monkeypatch.setattr(fast_merge, "_twin", twin)
+    monkeypatch.setattr(fast_merge, "_pair_index", pair_index)
     monkeypatch.setattr(incremental, "update_counts", update)
-    monkeypatch.setattr(incremental, "_SMALL_MERGE", small)
+    monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
     rng = random.Random(small)
     motifs = [b"aaaa", b"abab", b"abba", b"aabaab", b"ab", b"ba", b"b", b"a", b"c", b"\xff\x00"]
     for _ in range(40):

@@ -11,7 +11,7 @@ installed here, so the site is made in four steps, each done by the tool that al
    check    what the site would show must be clean: no traceback, no warning on stderr, no progress
             bar, no machine path (/tmp/, /work/, /root/, /home/) in the output of a shown cell, and
             no cell mixing imports with other code (nbdev would print "Found cells containing
-            imports and other code" and re-run it). Each problem is named by notebook, cell number
+            imports and other code" and re-run it), no figure without alt text (`#| alt: ...`). Each problem is named by notebook, cell number
             and first line; any fails the build, unless BPE_DOCS_STRICT=0 (then they are listed).
 2. process  `nbdev.serve.proc_nbs()` writes _proc/: `#| hide` cells dropped, `#| export` code
             replaced by `show_doc` output, backticked names linked to their docs.
@@ -19,12 +19,16 @@ installed here, so the site is made in four steps, each done by the tool that al
             Book (front matter -> title and subtitle, `show_doc` output -> markdown without its
             [source] link, nbdev's absolute doc links -> links between pages, Quarto link attributes
             and `#|` lines dropped, `#| echo: false` -> output only, `|` in code spans of table rows
-            escaped). An `#| exports` cell shows its code under `<a id="name">` anchors (the ids
+            escaped, a markdown link around a code span that nbdev linked again unnested), `#| fold`
+            -> the cell's code collapsed in a toggle (tag `hide-input`: on the page, one click away),
+            `#| alt: TEXT` -> every figure the cell draws gets alt="TEXT". An `#| exports` cell shows its code under `<a id="name">` anchors (the ids
             its `show_doc` headings had, so links keep working, plus index entries for genindex)
             instead of a duplicate signature block. The result goes to build/docs/book/, beside a
             copy of docs/ (the Jupyter Book config, CSS, and the `bpe_docs` Sphinx extension, which
-            makes raw `<a id>` anchors link targets) and a `_toc.yml`: index, why, the chapters,
-            then an appendix (CLI reference, solutions/, references); absent pages are left out.
+            makes raw `<a id>` anchors link targets) and a `_toc.yml` of three parts: the learner's
+            path (why, 00, 01, 02, 04), the production track (02a, 03, 03a, 04a, 05, 05a, 06, 07)
+            and the appendix (CLI reference, solutions/, references, developing); index is the root,
+            absent pages are left out, pages of no part go to the end of the production track.
 4. build    `jupyter-book build -W`: any Sphinx warning (a link to a chapter that does not exist, an
             anchor that is not there) fails the build. The HTML is then copied to _docs/.
 
@@ -82,6 +86,9 @@ def _shell(src: Path):
     return Shell(src)
 
 
+FLAG_DIRECTIVE = re.compile(r"^(#\|\s*fold)\s*$", re.M)   # `#| fold` -> `#| fold: true`
+
+
 def execute_nb(src: Path,  # the notebook to run
                dest: Path,  # where to write it, with its outputs
                skip_flags: frozenset = frozenset()  # cells with one of these `#|` flags are not run
@@ -105,6 +112,8 @@ def execute_nb(src: Path,  # the notebook to run
             sys.modules["__main__"] = saved[0]; os.chdir(saved[1])
             if saved[2] is None: os.environ.pop("IN_TEST", None)
             else: os.environ["IN_TEST"] = saved[2]
+    for c in nb.cells:              # nbdev's processing keeps only `#| key: value` directives: spell flags so
+        if c.cell_type == "code": c.source = FLAG_DIRECTIVE.sub(r"\1: true", c.source)   # the rewrite sees them
     dest.parent.mkdir(parents=True, exist_ok=True)
     write_nb(nb, dest)
     return None
@@ -171,16 +180,23 @@ def _out_text(o: dict) -> str:
     return "\n".join(_text(data[k]) for k in ("text/plain", "text/markdown", "text/html") if k in data)
 
 
+def _images(outs: list) -> bool:
+    "True when the outputs `outs` of a cell hold a figure (any image/* data)."
+    return any(k.startswith("image/") for o in outs for k in o.get("data", {}))
+
+
 def output_problems(nb: dict,  # an executed notebook, as JSON
                     name: str  # how to name it in messages, e.g. nbs/07_benchmark.ipynb
                    ) -> list[str]:
-    "What the site would show that it must not: tracebacks, warnings, progress bars, machine paths; one line each."
+    "What the site would show that it must not: tracebacks, warnings, progress bars, machine paths, figures without alt text; one line each."
     probs = []
     for i, c in enumerate(nb["cells"]):
         if c["cell_type"] != "code": continue
         opts, code = _directives(_text(c.get("source", "")))
         if "hide" in opts or opts.get("include") == "false" or opts.get("output") == "false": continue
         where = f"{name} cell {i} ({_first_line(code)!r})"
+        if _images(c.get("outputs", [])) and not opts.get("alt"):
+            probs.append(f"{where}: a figure without alt text: add a line `#| alt: what the figure shows` to the cell")
         for o in c.get("outputs", []):
             text = _out_text(o)
             if o.get("output_type") == "error": probs.append(f"{where}: a traceback ({o.get('ename')}: {o.get('evalue')})")
@@ -287,12 +303,16 @@ def _heading_ids(md: str) -> set[str]:
            {m for _, line, code in _md_lines(md) if not code for m in RAW_ANCHOR.findall(line)}
 
 
+KEEP_CASE = {"alt"}          # directives whose value is text to show, not a flag
+
+
 def _directives(src: str) -> tuple[dict, str]:
     "Split the leading `#| key: value` lines of a code cell from its code."
     lines, opts = src.split("\n"), {}
     while lines and (lines[0].lstrip().startswith("#|") or not lines[0].strip()):   # nbdev adds code-fold lines too
         k, _, v = lines.pop(0).lstrip()[2:].partition(":")
-        if k.strip(): opts[k.strip()] = v.strip().strip('"').lower()
+        k, v = k.strip(), v.strip().strip('"')
+        if k: opts[k] = v if k in KEEP_CASE else v.lower()
     return opts, "\n".join(lines).strip("\n")
 
 
@@ -330,9 +350,20 @@ def _show_doc_md(md: str) -> str:
     return _fence_links_unlinked(md).strip()
 
 
+NESTED_LINK = re.compile(r"\[\[(`[^`\]]+`)\]\([^)\s]+\)\]\(([^)\s]+)\)")   # [[`f`](nbdev's url)](author's url)
+
+
+def _links_unnested(md: str) -> str:
+    "`[[`f`](url1)](url2)` -> `[`f`](url2)`: nbdev links a code span that the author had already made a link (Markdown has no nested links, so it would render raw)."
+    lines = md.split("\n")
+    for i, line, code in _md_lines(md):
+        if not code: lines[i] = NESTED_LINK.sub(r"[\1](\2)", line)
+    return "\n".join(lines)
+
+
 def _markdown(md: str) -> str:
     "What every markdown cell and markdown output goes through."
-    return _table_pipes_escaped(_headings_unlinked(QUARTO_ATTRS.sub(")", md)))
+    return _table_pipes_escaped(_links_unnested(_headings_unlinked(QUARTO_ATTRS.sub(")", md))))
 
 
 def _is_exports(opts: dict) -> bool:
@@ -413,14 +444,16 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
             if _is_exports(opts):
                 if names := defined_names(code): cells.append(_anchor_cell(names))
                 if _ends_with_docstring(code): outs = [o for o in outs if o.get("output_type") != "execute_result"]
-            tags = (["remove-input"] if opts.get("echo") == "false" or not code else []) + \
+            tags = (["remove-input"] if opts.get("echo") == "false" or not code else
+                    ["hide-input"] if "fold" in opts and opts["fold"] not in ("false", "no") else []) + \
                    (["remove-output"] if opts.get("output") == "false" else [])
             if not code and not outs: continue
+            meta = {"tags": tags} if tags else {}
+            if opts.get("alt") and _images(outs): meta["mystnb"] = {"image": {"alt": opts["alt"]}}
             for o in outs:
                 if "text/markdown" in o.get("data", {}):
                     o["data"]["text/markdown"] = _markdown(_text(o["data"]["text/markdown"]))
-            cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": tags} if tags else {},
-                          "outputs": outs, "source": code})
+            cells.append({"cell_type": "code", "execution_count": None, "metadata": meta, "outputs": outs, "source": code})
         else: cells.append(c)
     meta = {"kernelspec": nb.get("metadata", {}).get("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"}),
             "language_info": {"name": "python"}}
@@ -470,36 +503,46 @@ def rewrite(proc: Path, book: Path, doc_url: str) -> list[tuple[str, dict]]:
     return [(rel, fm) for rel, (nb, fm) in docs.items()]
 
 
-FRONT = ["why.ipynb"]                                   # before the chapters
-APPENDIX_FIRST, APPENDIX_LAST = ["cli_reference.ipynb"], ["references.ipynb"]
+PARTS = (   # (caption, pages in reading order); a page that does not exist is left out
+    ("Learner's path", ["why.ipynb", "00_pretokenize.ipynb", "01_naive_trainer.ipynb", "02_incremental_trainer.ipynb",
+                        "04_encoder.ipynb"]),
+    ("Production track", ["02a_fast_merge.ipynb", "03_parallel_chunking.ipynb", "03a_training.ipynb",
+                          "04a_fast_encoding.ipynb", "05_artifacts.ipynb", "05a_interop.ipynb", "06_cli.ipynb",
+                          "07_benchmark.ipynb"]),
+    ("Appendix", ["cli_reference.ipynb", "solutions/*", "references.ipynb", "developing.ipynb"]),
+)
+OTHER_PART = "Production track"  # where a page named in no part goes (at its end): new chapters stay visible
 
 
-def toc_order(rels: list[str]) -> tuple[list[str], list[str]]:
-    "(tutorial, appendix) of the site, index excluded: why, chapters NN_*, other pages | CLI reference, solutions, references."
+def toc_order(rels: list[str]) -> list[tuple[str, list[str]]]:
+    "The sidebar's parts: (caption, pages) in the order of `PARTS`, index excluded, absent pages and empty parts left out."
     rels = sorted(set(rels) - {"index.ipynb"})
-    appendix = [r for r in APPENDIX_FIRST if r in rels] + sorted(r for r in rels if r.startswith("solutions/")) + \
-               [r for r in APPENDIX_LAST if r in rels]
-    rest = [r for r in rels if r not in appendix]
-    front = [r for r in FRONT if r in rest]
-    return front + [r for r in rest if r not in front], appendix
+    parts, placed = [], set()
+    for caption, wanted in PARTS:
+        pages = []
+        for w in wanted:
+            pages += sorted(r for r in rels if r.startswith("solutions/")) if w == "solutions/*" else [w] if w in rels else []
+        parts.append((caption, pages)); placed.update(pages)
+    rest = [r for r in rels if r not in placed]
+    parts = [(c, ps + rest if c == OTHER_PART else ps) for c, ps in parts]
+    return [(c, ps) for c, ps in parts if ps]
 
 
 def write_toc(book: Path, docs: list[tuple[str, dict]]) -> list[str]:
-    "Write `_toc.yml`: index.ipynb is the landing page, then why and the chapters, then an appendix part; return the order."
+    "Write `_toc.yml`: index.ipynb is the landing page, then the parts of `toc_order`; return the page order."
     rels = [rel for rel, _ in docs]
     if "index.ipynb" not in rels: raise DocsError("nbs/index.ipynb is missing: it is the landing page")
-    tutorial, appendix = toc_order(rels)
+    parts = toc_order(rels)
     titles = dict(docs)
     def entry(rel):
         title = titles[rel].get("title") or Path(rel).stem
-        num = re.match(r"(\d+)_", rel)            # top-level chapters only: solutions/NN_x keep their title
+        num = re.match(r"(\d+[a-z]?)_", rel)        # top-level chapters only: solutions/NN_x keep their title
         return {"file": str(Path(rel).with_suffix("")), "title": f"{num.group(1)} {title}" if num else title}
     toc = {"format": "jb-book", "root": "index",
-           "parts": [{"caption": "Tutorial", "chapters": [entry(r) for r in tutorial]}] +
-                    ([{"caption": "Appendix", "chapters": [entry(r) for r in appendix]}] if appendix else [])}
+           "parts": [{"caption": c, "chapters": [entry(r) for r in ps]} for c, ps in parts]}
     (book / "_toc.yml").write_text("# Written by tools/build_docs.py\n" + yaml.safe_dump(toc, sort_keys=False, allow_unicode=True),
                                    encoding="utf-8")
-    return ["index.ipynb", *tutorial, *appendix]
+    return ["index.ipynb", *(r for _, ps in parts for r in ps)]
 
 
 # ---------------------------------------------------------------- 4. build

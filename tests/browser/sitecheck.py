@@ -23,7 +23,16 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-dev-shm-usage", "--window-size=1400,1000"]
 WIDTH = 1400                      # the window: ~100-character code lines must fit without scrolling sideways
 CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", "offline", "search",
-          "tables", "xrefs", "layout")
+          "tables", "xrefs", "layout", "groups", "alt", "rawlinks", "wrapping", "widetables")
+# Issue 25: the sidebar's three parts, in reading order (a page whose notebook does not exist is left out).
+LEARNER = ["why.html", "00_pretokenize.html", "01_naive_trainer.html", "02_incremental_trainer.html", "04_encoder.html"]
+PRODUCTION = ["02a_fast_merge.html", "03_parallel_chunking.html", "03a_training.html", "04a_fast_encoding.html",
+              "05_artifacts.html", "05a_interop.html", "06_cli.html", "07_benchmark.html"]
+APPENDIX = ["cli_reference.html", "solutions/*", "references.html", "developing.html"]
+PARTS = (("Learner's path", LEARNER), ("Production track", PRODUCTION), ("Appendix", APPENDIX))
+LEARNER_WORDS_MAX = 15_000        # the learner's path: about an hour of prose
+RESULTS_MIN = 0.25                # share of a learner page's code cells that show an output
+TOKEN_PAGES = ["why.html", "00_pretokenize.html", "01_naive_trainer.html", "04_encoder.html"]
 COVERAGE_MIN = 0.80               # share of a module's non-comment source lines shown on its chapter page
 FIT_CHARS = 100
 ENDINGS = ("Exercises", "Engineering notes", "Details")   # the sections a chapter may end with, in order
@@ -58,6 +67,14 @@ class Page:
     pipes: list[str] = field(default_factory=list)         # paragraphs or printed outputs that are markdown tables as text
     hash_links: list[str] = field(default_factory=list)    # article links whose href is just "#"
     overflow: list[tuple[int, str]] = field(default_factory=list)  # (longest line, first line) of code that scrolls sideways
+    groups: list[tuple[str, list[str]]] = field(default_factory=list)  # (caption, hrefs) of the sidebar's parts
+    words: int = 0                                          # words of the article's prose (no code, no outputs)
+    cells: list[tuple[str, bool]] = field(default_factory=list)   # (code, has a visible output) of every input cell, in order
+    tokens: int = 0                                         # `.bpe-tokens span[title]` token views' tokens
+    alts: list[tuple[str, str]] = field(default_factory=list)     # (src, alt) of every image in the article
+    rawlinks: list[str] = field(default_factory=list)       # `](` in rendered text outside code
+    pre_styles: list[tuple[str, str, str, str, bool, str]] = field(default_factory=list)  # white-space, overflow-wrap, word-break, overflow-x, wide, first line
+    tables: list[tuple[float, float, float, float, str]] = field(default_factory=list)  # (table width, article width, scrollWidth, clientWidth, overflow-x)
 
 
 @dataclass
@@ -85,6 +102,27 @@ return {
               .filter(a => a.getAttribute('href') === '#').map(a => a.textContent.trim()),
   overflow: Array.from(document.querySelectorAll('article.bd-article pre')).filter(p => p.scrollWidth > p.clientWidth + 1)
             .map(p => [Math.max(...p.textContent.split('\n').map(l => l.length)), p.textContent.split('\n')[0].slice(0, 80)]),
+  groups: Array.from(document.querySelectorAll('nav.bd-docs-nav p.caption')).map(c => {
+            let ul = c.nextElementSibling; while (ul && ul.tagName !== 'UL') ul = ul.nextElementSibling;
+            return [c.textContent.trim(), ul ? Array.from(ul.querySelectorAll(':scope > li > a.reference')).map(a => a.href) : []]; }),
+  words: (() => { const a = document.querySelector('article.bd-article'); if (!a) return 0;
+            const c = a.cloneNode(true);
+            c.querySelectorAll('.cell_input, .cell_output, div.highlight, pre, .headerlink, script, style, mjx-container, .math').forEach(e => e.remove());
+            return (c.textContent.match(/\S+/g) || []).length; })(),
+  cells: Array.from(document.querySelectorAll('article.bd-article div.cell')).filter(c => c.querySelector('.cell_input pre'))
+           .map(c => [c.querySelector('.cell_input pre').textContent,
+                      !!c.querySelector('.cell_output') && c.querySelector('.cell_output').textContent.trim().length + c.querySelectorAll('.cell_output img').length > 0]),
+  tokens: document.querySelectorAll('article.bd-article .bpe-tokens span[title]').length,
+  alts: Array.from(document.querySelectorAll('article.bd-article img')).map(i => [i.getAttribute('src') || '', i.getAttribute('alt') || '']),
+  rawlinks: (() => { const a = document.querySelector('article.bd-article'); if (!a) return [];
+            const c = a.cloneNode(true); c.querySelectorAll('pre, code, .cell_input, script, style').forEach(e => e.remove());
+            return (c.textContent.match(/.{0,40}\]\(.{0,40}/g) || []); })(),
+  pre_styles: Array.from(document.querySelectorAll('article.bd-article pre')).map(p => { const s = getComputedStyle(p);
+            return [s.whiteSpace, s.overflowWrap, s.wordBreak, s.overflowX, p.scrollWidth > p.clientWidth + 1, p.textContent.split('\n')[0].slice(0, 80)]; }),
+  tables: (() => { const a = document.querySelector('article.bd-article'); if (!a) return [];
+            const aw = a.getBoundingClientRect().width;
+            return Array.from(a.querySelectorAll('table')).map(t => [t.getBoundingClientRect().width, aw, t.scrollWidth, t.clientWidth,
+                   getComputedStyle(t).overflowX, (t.textContent || '').trim().slice(0, 60)]); })(),
 };
 """
 
@@ -112,7 +150,9 @@ def inspect_page(driver, url: str, name: str) -> Page:
     d = driver.execute_script(JS_PAGE)
     return Page(name, _severe(driver), [tuple(x) for x in d["sidebar"]], [tuple(x) for x in d["images"]],
                 d["links"], tuple(d["math"]), d["code"], d["resources"], d["intro"], d["h2"],
-                d["pipes"], d["hash_links"], [tuple(x) for x in d["overflow"]])
+                d["pipes"], d["hash_links"], [tuple(x) for x in d["overflow"]],
+                [(c, list(h)) for c, h in d["groups"]], d["words"], [tuple(x) for x in d["cells"]], d["tokens"],
+                [tuple(x) for x in d["alts"]], d["rawlinks"], [tuple(x) for x in d["pre_styles"]], [tuple(x) for x in d["tables"]])
 
 
 def search(driver, site: Path, query: str, timeout: float = 10) -> tuple[list[str], list[str]]:
@@ -146,8 +186,26 @@ def site_pages(site: Path) -> list[Path]:
 
 
 def expected_chapters(nbs: Path = ROOT / "nbs") -> list[str]:
-    "The chapter pages the sidebar must list, in order: one per `NN_name.ipynb` of nbs/."
-    return [p.with_suffix(".html").name for p in sorted(nbs.glob("[0-9][0-9]_*.ipynb"))]
+    "The chapter pages the sidebar must list, in reading order: one per `NN_name.ipynb` / `NNa_name.ipynb` of nbs/."
+    have = {p.with_suffix(".html").name for p in nbs.glob("[0-9][0-9]*_*.ipynb")}
+    known = [p for p in LEARNER + PRODUCTION if p in have]
+    return known + sorted(have - set(known))         # a chapter of no part: at the end of the production track
+
+
+def expected_groups(nbs: Path = ROOT / "nbs") -> list[tuple[str, list[str]]]:
+    "The sidebar's parts, (caption, pages relative to the site), with the pages whose notebook exists, in order."
+    out = []
+    for caption, pages in PARTS:
+        got = []
+        for p in pages:
+            if p == "solutions/*": got += [f"solutions/{q.with_suffix('.html').name}" for q in sorted((nbs / "solutions").glob("*.ipynb"))]
+            elif (nbs / p).with_suffix(".ipynb").exists(): got.append(p)
+        if caption == "Production track": got += [c for c in expected_chapters(nbs) if c not in LEARNER + PRODUCTION]
+        if got: out.append((caption, got))
+    return out
+
+
+CHAPTER_NUM = re.compile(r"(\d\d[a-z]?)_")
 
 
 def hidden_code(nbs: Path = ROOT / "nbs") -> dict[str, list[str]]:
@@ -250,6 +308,7 @@ def find_problems(rep: SiteReport,
     site, doc_url = rep.site.resolve(), _doc_url()
     probs = {k: [] for k in CHECKS}
     content = [n for n in rep.pages if n not in ("genindex.html", "search.html")]
+    groups = expected_groups()
     for missing in sorted(set(["index.html", *chapters]) - set(rep.pages)):
         probs["links"].append(f"page {missing} was not built")
     for name, pg in rep.pages.items():
@@ -257,7 +316,7 @@ def find_problems(rep: SiteReport,
         # sidebar: landing page first, then every chapter in numbered order, nothing missing
         paths = [Path(unquote(urlparse(h).path)) for _, h in pg.sidebar]
         pages = [p.name for p in paths]
-        got = [p.name for p in paths if re.match(r"\d\d_", p.name) and p.parent.name != "solutions"]
+        got = [p.name for p in paths if CHAPTER_NUM.match(p.name) and p.parent.name != "solutions"]
         if not pages or pages[0] != "index.html":
             probs["sidebar"].append(f"{name}: the sidebar does not start with the landing page: {pages}")
         if got != chapters:
@@ -265,8 +324,8 @@ def find_problems(rep: SiteReport,
         for text, href in pg.sidebar:
             pp = Path(unquote(urlparse(href).path))
             p = pp.name
-            if re.match(r"\d\d_", p) and pp.parent.name != "solutions" and not text.startswith(p[:2]):
-                probs["sidebar"].append(f"{name}: sidebar entry {text!r} for {p} is not numbered {p[:2]}")
+            if (m := CHAPTER_NUM.match(p)) and pp.parent.name != "solutions" and not text.startswith(m.group(1) + " "):
+                probs["sidebar"].append(f"{name}: sidebar entry {text!r} for {p} is not numbered {m.group(1)}")
         probs["images"] += [f"{name}: image {src} did not load (naturalWidth 0)" for src, w in pg.images if not w]
         for url in pg.links:
             u = urlparse(url)
@@ -303,9 +362,83 @@ def find_problems(rep: SiteReport,
         probs["xrefs"] += [f"{name}: a cross-reference resolves to href=\"#\": {t!r}" for t in pg.hash_links]
         probs["layout"] += [f"{name}: a code block with {n}-character lines scrolls sideways at {WIDTH} px: {first!r}"
                             for n, first in pg.overflow if n <= FIT_CHARS]
+        # issue 25: the sidebar's three parts, learner's path first
+        got_groups = [(c, [Path(unquote(urlparse(h).path)).relative_to(site).as_posix() for h in hs
+                           if site in Path(unquote(urlparse(h).path)).parents]) for c, hs in pg.groups]
+        if got_groups != groups:
+            probs["groups"].append(f"{name}: the sidebar's parts are {got_groups}, expected {groups}")
+        for src, alt in pg.alts:
+            if not alt.strip() or FILE_LIKE.fullmatch(alt.strip()):
+                probs["alt"].append(f"{name}: image {src.rsplit('/', 1)[-1]} has alt text {alt!r}, not what it shows")
+        probs["rawlinks"] += [f"{name}: a raw markdown link in the text: {t!r}" for t in pg.rawlinks]
+        for ws, ow, wb, ox, wide, first in pg.pre_styles:
+            if ow == "anywhere" or wb in ("break-all", "break-word") or (ws.startswith("pre-wrap") and ow == "break-word"):
+                probs["wrapping"].append(f"{name}: a code block may wrap inside a name (white-space {ws}, overflow-wrap {ow}, word-break {wb}): {first!r}")
+            elif ws not in ("pre", "pre-wrap", "break-spaces"):
+                probs["wrapping"].append(f"{name}: a code block does not keep its lines (white-space {ws}): {first!r}")
+            if wide and ox not in ("auto", "scroll"):
+                probs["wrapping"].append(f"{name}: a code block wider than the column is cut off (overflow-x {ox}): {first!r}")
+        for w, aw, sw, cw, ox, text in pg.tables:
+            if w > aw + 1:
+                probs["widetables"].append(f"{name}: a table is {w:.0f} px wide in a {aw:.0f} px article: {text!r}")
+            elif sw > cw + 1 and ox not in ("auto", "scroll"):
+                probs["widetables"].append(f"{name}: a table's last columns are cut off (overflow-x {ox}): {text!r}")
     if not rep.search_hits: probs["search"].append("searching for 'merge' from file:// found nothing")
     probs["search"] += [f"search.html?q=merge: {m}" for m in rep.search_console]
     return probs
+
+
+FILE_LIKE = re.compile(r"(?i)[0-9a-f]{16,}(\.\w+)?|[\w./-]+\.(png|jpe?g|svg|gif|webp)|image|figure|plot|png")
+
+
+# ---------------------------------------------------------------- issue 25: the learner's path
+def learner_pages(rep: SiteReport) -> list[str]:
+    "The learner's path pages the site has."
+    return [p for p in LEARNER if p in rep.pages]
+
+
+def learner_words(rep: SiteReport) -> dict[str, int]:
+    "Words of prose (article text without code cells, outputs and code blocks) per learner page."
+    return {p: rep.pages[p].words for p in learner_pages(rep)}
+
+
+def shown_code(pg: Page) -> str:
+    "The code of every code cell of a page, folded ones included, in order, as one script (IPython `!`/`%` lines left out)."
+    keep = lambda l: not l.lstrip().startswith(("!", "%"))
+    return "\n\n".join("\n".join(l for l in code.split("\n") if keep(l)) for code, _ in pg.cells) + "\n"
+
+
+RUNNER = """import codeop, json, sys, traceback
+ns, compile_cell = {"__name__": "__main__"}, codeop.Compile()   # keeps `from __future__` flags for later cells, as Jupyter does
+for i, src in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
+    try: exec(compile_cell(src, f"<cell {i}>", "exec"), ns)   # one cell at a time, as pasted into Python or Jupyter
+    except BaseException:
+        first = next((l for l in src.split("\\n") if l.strip()), "")
+        print(f"code cell {i} of the page ({first[:80]!r}) failed:", file=sys.stderr)
+        traceback.print_exc(); sys.exit(1)
+"""
+
+
+def run_as_shown(pg: Page, tmp: Path, timeout: float = 900) -> tuple[int, str]:
+    "Run a page's code cells, copied in order, one after the other in a fresh Python from nbs/ (as a reader would); return (exit code, output tail)."
+    import json, subprocess
+    stem = pg.name.replace("/", "_").replace(".html", "")
+    (tmp / f"{stem}_as_shown.py").write_text(shown_code(pg), encoding="utf-8")     # to read, or run by hand
+    cells = tmp / f"{stem}_cells.json"
+    keep = lambda l: not l.lstrip().startswith(("!", "%"))
+    cells.write_text(json.dumps(["\n".join(l for l in code.split("\n") if keep(l)) for code, _ in pg.cells]), encoding="utf-8")
+    script = tmp / "run_cells.py"
+    script.write_text(RUNNER, encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("IN_TEST", None)
+    try: r = subprocess.run([sys.executable, str(script), str(cells)], cwd=ROOT / "nbs", env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired: return -1, f"timed out after {timeout:.0f} s"
+    return r.returncode, (r.stdout[-1500:] + "\n" + r.stderr[-3000:]).strip()
+
+
+def results_share(pg: Page) -> float:
+    "The share of a page's code cells that show an output."
+    return sum(out for _, out in pg.cells) / max(1, len(pg.cells))
 
 
 def screenshots(driver, site: Path, out: Path, pages: list[str]) -> list[Path]:
@@ -342,6 +475,11 @@ def main(argv: list[str]) -> int:
     for k, v in probs.items():
         print(f"{k:10} {'ok' if not v else f'{len(v)} problem(s)'}")
         for m in v: print(f"           - {m}")
+    words = learner_words(rep)
+    print(f"learner's path: {sum(words.values()):,} words of prose (at most {LEARNER_WORDS_MAX:,}): {words}")
+    for p in learner_pages(rep):
+        pg = rep.pages[p]
+        print(f"  {p}: {sum(o for _, o in pg.cells)} of {len(pg.cells)} code cells show an output; {pg.tokens} token-view tokens")
     print("screenshots:", *[str(s) for s in shots])
     return 1 if any(probs.values()) else 0
 

@@ -108,24 +108,60 @@ def test_rewrite_rejects_a_link_to_a_page_no_notebook_makes(tmp_path):
         bd.rewrite(tmp_path / "proc", tmp_path / "book", "https://u.github.io/r")
 
 
-def test_toc_lists_index_why_chapters_then_the_appendix(tmp_path):
-    docs = [("01_b.ipynb", {"title": "B"}), ("index.ipynb", {"title": "r"}), ("00_a.ipynb", {"title": "A"}),
-            ("references.ipynb", {"title": "References"}), ("solutions/01_b_solutions.ipynb", {"title": "Solutions: B"}),
-            ("why.ipynb", {"title": "Why?"}), ("cli_reference.ipynb", {"title": "CLI"}),
-            ("solutions/00_a_solutions.ipynb", {"title": "Solutions: A"})]
+def test_toc_has_three_parts_learners_path_first(tmp_path):
+    "Issue 25.1: the learner's path, the production track, the appendix; index is the root; absent pages left out."
+    names = ["index", "why", "00_pretokenize", "01_naive_trainer", "02_incremental_trainer", "02a_fast_merge",
+             "03_parallel_chunking", "04_encoder", "05_artifacts", "06_cli", "07_benchmark", "cli_reference",
+             "references", "developing", "solutions/01_naive_trainer_solutions", "solutions/00_pretokenize_solutions",
+             "99_new_chapter"]
+    docs = [(f"{n}.ipynb", {"title": n.title()}) for n in reversed(names)]
     order = bd.write_toc(tmp_path, docs)
-    assert order == ["index.ipynb", "why.ipynb", "00_a.ipynb", "01_b.ipynb", "cli_reference.ipynb",
-                     "solutions/00_a_solutions.ipynb", "solutions/01_b_solutions.ipynb", "references.ipynb"]
+    assert order == ["index.ipynb", "why.ipynb", "00_pretokenize.ipynb", "01_naive_trainer.ipynb",
+                     "02_incremental_trainer.ipynb", "04_encoder.ipynb",
+                     "02a_fast_merge.ipynb", "03_parallel_chunking.ipynb", "05_artifacts.ipynb", "06_cli.ipynb",
+                     "07_benchmark.ipynb", "99_new_chapter.ipynb",
+                     "cli_reference.ipynb", "solutions/00_pretokenize_solutions.ipynb",
+                     "solutions/01_naive_trainer_solutions.ipynb", "references.ipynb", "developing.ipynb"]
     toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
     assert toc["root"] == "index"
-    tutorial, appendix = toc["parts"]
-    assert tutorial["chapters"] == [{"file": "why", "title": "Why?"}, {"file": "00_a", "title": "00 A"}, {"file": "01_b", "title": "01 B"}]
-    assert appendix["caption"] == "Appendix" and appendix["chapters"][1] == {"file": "solutions/00_a_solutions", "title": "Solutions: A"}
-    # pages that do not exist yet are simply absent
-    bd.write_toc(tmp_path, [("index.ipynb", {}), ("00_a.ipynb", {"title": "A"})])
+    assert [p["caption"] for p in toc["parts"]] == ["Learner's path", "Production track", "Appendix"]
+    learn, prod, appendix = toc["parts"]
+    assert learn["chapters"][:2] == [{"file": "why", "title": "Why"}, {"file": "00_pretokenize", "title": "00 00_Pretokenize"}]
+    assert prod["chapters"][0] == {"file": "02a_fast_merge", "title": "02a 02A_Fast_Merge"}     # numbered with its letter
+    assert appendix["chapters"][1] == {"file": "solutions/00_pretokenize_solutions", "title": "Solutions/00_Pretokenize_Solutions"}
+    # parts whose pages do not exist yet are left out
+    bd.write_toc(tmp_path, [("index.ipynb", {}), ("00_pretokenize.ipynb", {"title": "A"})])
     toc = yaml.safe_load((tmp_path / "_toc.yml").read_text())
-    assert [p["caption"] for p in toc["parts"]] == ["Tutorial"]
+    assert [p["caption"] for p in toc["parts"]] == ["Learner's path"]
     with pytest.raises(bd.DocsError, match="index.ipynb is missing"): bd.write_toc(tmp_path, [("00_a.ipynb", {})])
+
+
+def test_fold_and_alt_directives():
+    "Issue 25.3/7: `#| fold` -> the code in a collapsed toggle (tag hide-input); `#| alt:` -> the figure's alt text, case kept."
+    png = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}}
+    nb = {"cells": [_code("#| fold: true\nimport os"),
+                    _code("#| fold: true\n#| alt: Time Against Size: a log-log plot\nplot()", [png]),
+                    _code("#| alt: No figure here\nx = 1"),
+                    _code("#| echo: false\n#| fold: true\nplot()", [png])]}
+    cells = bd.plain_nb(nb)[0]["cells"]
+    assert cells[0]["metadata"] == {"tags": ["hide-input"]} and cells[0]["source"] == "import os"
+    assert cells[1]["metadata"] == {"tags": ["hide-input"], "mystnb": {"image": {"alt": "Time Against Size: a log-log plot"}}}
+    assert cells[2]["metadata"] == {}
+    assert cells[3]["metadata"]["tags"] == ["remove-input"]            # echo: false wins: nothing to fold
+    assert bd.FLAG_DIRECTIVE.sub(r"\1: true", "#| fold\n#| alt: x\ncode") == "#| fold: true\n#| alt: x\ncode"
+
+
+def test_a_figure_without_alt_text_is_a_problem():
+    png = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}}
+    nb = {"cells": [_code("plot()", [png]), _code("#| alt: a plot\nplot()", [png]), _code("#| hide\nplot()", [png])]}
+    probs = bd.output_problems(nb, "nbs/x.ipynb")
+    assert len(probs) == 1 and "cell 0 ('plot()'): a figure without alt text" in probs[0]
+
+
+def test_a_link_nbdev_nested_in_the_authors_link_is_unnested():
+    "Issue 25.7: `[`f`](a.ipynb#f)` becomes `[[`f`](nbdev url)](a.ipynb#f)` after nbdev: made one link again."
+    row = "| [[`train_bpe`](https://u.github.io/r/03.html#train_bpe)](03.ipynb#train_bpe)`(path)` | x |"
+    assert bd._markdown(row) == "| [`train_bpe`](03.ipynb#train_bpe)`(path)` | x |"
 
 
 def test_jupyter_book_fails_on_a_link_to_a_missing_chapter(tmp_path):
@@ -261,3 +297,12 @@ def test_private_names_keep_their_anchor_but_stay_out_of_the_index():
     assert "{index} _Tally" not in md and "{index} Tokenizer._x" not in md
     for anchor in ("tally.add", "count_pairs", "tokenizer._x"):  # the ids nbdev's headings had
         assert f'<a id="{anchor}"></a>' in md, anchor
+
+
+def test_readme_keeps_the_two_commands():
+    "Issue 25.8: the two commands moved to the Developing page, but the README (made from index + that section) keeps them."
+    import make_readme
+    cells = make_readme.borrowed_cells()
+    assert len(cells) == 1 and "make demo" in cells[0].source and "make test" in cells[0].source
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make demo" in readme and "make test" in readme
