@@ -22,6 +22,7 @@ Production (each makes a step fast or safe; users get it by default):
   count_pretokens_file               03 parallel chunking           bpe_nb.chunking
   train_bpe, train_from_iterator     03a training                   bpe_nb.training
   encode_batch, encode_file, ...     04a fast encoding              bpe_nb.fast_encoding
+  decode_stream, *_with_offsets     04b offsets, streams, counts   bpe_nb.decoding
   save, load, ArtifactError          05 artifacts                   bpe_nb.artifacts
   get_encoding, import_*/export_*    05a interop                    bpe_nb.interop
 Command line: bpe-nb train|encode|decode|inspect|explain|export (chapter 06, bpe_nb.cli).
@@ -59,7 +60,7 @@ def __dir__(): return sorted(set(globals()) | set(_LAZY))
 
 # %% ../nbs/index.ipynb #5beed0a1
 _SPEEDUPS = {"incremental": ("fast_merge",),  # a learner's module -> the production modules that make it fast
-             "encoder": ("fast_encoding",)}
+             "encoder": ("fast_encoding", "decoding")}
 
 def load_speedups(module: str  # the learner's module asking, e.g. "encoder"
                  ):

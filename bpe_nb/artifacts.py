@@ -159,8 +159,11 @@ TRAINING_FIELDS: dict[str, type] = {
     "bpe_nb_version": str,  # the bpe_nb that wrote the file (filled in by `save`)
     "vocab_size": int,  # the size reached: 256 + merges + special tokens (filled in by `save`)
     "vocab_size_requested": int,  # the size asked for (smaller reached size: training stopped early)
-    "tie_break": str,  # the tie rule: "bytes-greater" or "ids-smaller"
-    "stopped_early": bool,  # True when no pair was left before `vocab_size_requested`
+    "tie_break": str,  # the tie rule: "bytes-greater", "ids-smaller" or "hf"
+    "stopped_early": bool,  # True when training stopped before `vocab_size_requested`
+    "stop_reason": str,  # why it stopped early: no pair left, or `min_frequency` (absent when it did not)
+    "min_frequency": int,  # the trainer's option: no merge of a pair seen fewer times (absent: 0)
+    "max_token_length": int,  # the trainer's option, HF's meaning (absent: no limit)
     "corpus": str,  # a name for the training data, e.g. its file name
     "corpus_bytes": int,  # its size in bytes
     "corpus_sha256": str,  # its SHA-256, hex
@@ -202,6 +205,7 @@ def training_record(obj,  # a `BPEModel` or a `Tokenizer`
     "The `training` record `save` writes: the known fields of `obj`'s info, then `training`, then version and size."
     vocab, _, specials, _, info = model_parts(obj)
     record = {k: info[k] for k in TRAINING_FIELDS if k in info and info[k] is not None}
+    if record.get("min_frequency") == 0: del record["min_frequency"]  # the default: files of default runs stay as they were
     if isinstance(record.get("corpus"), str): record["corpus"] = Path(record["corpus"]).name  # a name, not a path
     if training is not None:
         if not isinstance(training, Mapping): raise TypeError(f"training must be a mapping, got {training!r}")

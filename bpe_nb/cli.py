@@ -293,6 +293,11 @@ def _train_arguments(t: argparse.ArgumentParser):
                    help="the merge loop: both learn the same merges; naive is the slow reference")
     t.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],
                    help="which pair wins among equally frequent ones")
+    t.add_argument("--min-frequency", type=_int, default=0, metavar="N",
+                   help="stop when the most frequent pair occurs fewer than N times (HF's min_frequency)")
+    t.add_argument("--max-token-length", type=_int, default=None, metavar="N",
+                   help="never merge a pair whose token would have N bytes or more, except two single bytes "
+                        "(HF's max_token_length; default: no limit)")
     t.add_argument("--out", "-o", type=Path, default=Path(DEFAULT_OUT), metavar="PATH",
                    help="the tokenizer file to write, in bpe_nb's native format")
 
@@ -318,7 +323,8 @@ def _plural(n: int, word: str) -> str:
     "`n word` or `n words`, with thousands separators."
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
-def _check_training_args(vocab_size: int, specials: Sequence[str], tie_break: str):
+def _check_training_args(vocab_size: int, specials: Sequence[str], tie_break: str, min_frequency: int = 0,
+                         max_token_length: int | None = None):
     "Validate the training arguments before any file is read (usage errors): the minimum size, then the trainers' checks."
     least = 256 + len(specials)
     if vocab_size < least:
@@ -326,7 +332,8 @@ def _check_training_args(vocab_size: int, specials: Sequence[str], tie_break: st
                        f"{_plural(len(specials), 'special token')} ({least} learns no merge, {least + 1} or more "
                        f"learns merges) (see 'bpe-nb train --help')", EXIT_USAGE)
     from bpe_nb.naive import TrainingRun
-    try: TrainingRun({}, vocab_size, list(specials), tie_break, progress=False)
+    try: TrainingRun({}, vocab_size, list(specials), tie_break, progress=False, min_frequency=min_frequency,
+                     max_token_length=max_token_length)
     except (ValueError, TypeError) as e:
         raise CLIError(f"{e} (see 'bpe-nb train --help')", EXIT_USAGE) from None
 
@@ -392,7 +399,7 @@ def _training_record(paths: Sequence[Path]) -> dict:
 def cmd_train(args) -> int:
     "`bpe-nb train`: check, count, merge, save, then print a summary."
     specials = _special_tokens(args)
-    _check_training_args(args.vocab_size, specials, args.tie_break)
+    _check_training_args(args.vocab_size, specials, args.tie_break, args.min_frequency, args.max_token_length)
     corpora = _resolve_corpora(args.corpus)
     out = check_not_input(check_output_path(args.out, "tokenizer"), [("corpus", p) for p in corpora], "tokenizer")
     from bpe_nb.naive import train_naive, EarlyStopWarning
@@ -405,7 +412,8 @@ def cmd_train(args) -> int:
     trainer = {"incremental": train_incremental, "naive": train_naive}[args.trainer]
     with warnings.catch_warnings():  # an early stop is reported in the summary, not as a warning
         warnings.simplefilter("ignore", EarlyStopWarning)
-        model = trainer(counts, args.vocab_size, specials, tie_break=args.tie_break, progress=bars)
+        model = trainer(counts, args.vocab_size, specials, tie_break=args.tie_break, progress=bars,
+                        min_frequency=args.min_frequency, max_token_length=args.max_token_length)
     times["merge"], t = perf_counter() - t, perf_counter()
     save(model, out, training=_training_record(corpora))
     times["save"], t = perf_counter() - t, perf_counter()
@@ -432,10 +440,13 @@ def _print_train_summary(args, corpora, counts, model, times, n_bytes, n_tokens,
     what = "the bundled TinyStories sample" if not args.corpus else ", ".join(map(str, corpora))
     print(f"corpus:         {what} ({_plural(len(corpora), 'file')}, {size:,} bytes, "
           f"{sum(counts.values()):,} pre-tokens, {len(counts):,} distinct)")
-    print(f"trainer:        {args.trainer}, tie-break {args.tie_break}")
+    print(f"trainer:        {args.trainer}, tie-break {args.tie_break}"
+          + (f", min-frequency {args.min_frequency}" if args.min_frequency else "")
+          + ("" if args.max_token_length is None else f", max-token-length {args.max_token_length}"))
     print(f"merges:         {learned:,} learned of {planned:,} planned")
     if learned < planned:
-        print(f"stopped early:  no pair of symbols left to merge after {_plural(learned, 'merge')}: "
+        why = model.info.get("stop_reason") or "no pair of symbols left to merge"
+        print(f"stopped early:  after {_plural(learned, 'merge')}, {why}: "
               f"the vocabulary has {len(model.vocab):,} entries, not {args.vocab_size:,}")
     print(f"vocab size:     {len(model.vocab):,} = 256 bytes + {_plural(learned, 'merge')} + "
           f"{_plural(len(model.special_tokens), 'special token')}")

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['encode_pretoken', 'Tokenizer', 'NotCovered', 'read_gpt2_merges', 'read_gpt2_files', 'MergeStep', 'PieceExplanation',
-           'replay_steps', 'format_explanation', 'UnknownTokenError', 'refuse_disallowed', 'check_encoder',
-           'replace_surrogates']
+__all__ = ['encode_pretoken', 'Tokenizer', 'NotCovered', 'GPT2FileError', 'read_gpt2_merges', 'parse_gpt2_vocab',
+           'read_gpt2_files', 'gpt2_special_tokens', 'MergeStep', 'PieceExplanation', 'replay_steps',
+           'format_explanation', 'UnknownTokenError', 'refuse_disallowed', 'check_encoder', 'replace_surrogates']
 
 # %% ../nbs/04_encoder.ipynb #4f9946dc
 from fastcore.basics import patch
@@ -248,33 +248,63 @@ def from_model(cls: Tokenizer, model,  # a `BPEModel` (anything with `vocab`, `m
     return tok
 
 # %% ../nbs/04_encoder.ipynb #efd35467
-def _tokens_from_printable(tokens: list[str], where) -> list[bytes]:
-    "`printable_to_bytes` of each token; a bad token is a `ValueError` saying `where(index)` it is."
+class GPT2FileError(ValueError):
+    "A GPT-2 `vocab.json` or `merges.txt` that cannot be read: the message names the file (and line); `kind` is `format` or `ids`."
+    def __init__(self, path,  # the file at fault
+                 problem: str,  # what is wrong with it, in words
+                 line: int | None = None,  # the line of the file at fault, if one is
+                 kind: str = "format"  # "ids" for a bad or repeated id, else "format"
+                ):
+        self.path, self.problem, self.line, self.kind = Path(path), problem, line, kind
+        super().__init__(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
+
+    def __reduce__(self): return type(self), (self.path, self.problem, self.line, self.kind)
+
+def _tokens_from_printable(tokens: list[str], error) -> list[bytes]:
+    "`printable_to_bytes` of each token; a bad token raises `error(index, message)`."
     try: return [printable_to_bytes(t) for t in tokens]
     except ValueError: pass
     for j, t in enumerate(tokens):  # the error path: find which token it was
         try: printable_to_bytes(t)
-        except ValueError as e: raise ValueError(f"{where(j)}: {e}") from None
+        except ValueError as e: raise error(j, str(e)) from None
 
 # %% ../nbs/04_encoder.ipynb #46742af4
 def read_gpt2_merges(path: str | os.PathLike,  # a GPT-2 `merges.txt` (`left right` per line, `#version` header optional)
                     ) -> list[tuple[bytes, bytes]]:
-    "Read a GPT-2-style `merges.txt` into `[(left, right), ...]` (bytes), in learned order."
+    "Read a GPT-2-style `merges.txt` into `[(left, right), ...]` (bytes), in learned order; a problem is a `GPT2FileError`."
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no such file: {path}")
     lefts, rights, lines = [], [], []
     with open(path, encoding="utf-8", newline="") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if (n == 1 and line.startswith("#version")) or not line: continue
-            parts = line.split(" ")
-            if len(parts) != 2 or not all(parts):
-                raise ValueError(f"{path}:{n}: expected two tokens separated by one space, got {line!r}")
-            lefts.append(parts[0]); rights.append(parts[1]); lines.append(n)
-    where = lambda j: f"{path}:{lines[j]}"
-    return list(zip(_tokens_from_printable(lefts, where), _tokens_from_printable(rights, where)))
+        try:
+            for n, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if (n == 1 and line.startswith("#version")) or not line: continue
+                parts = line.split(" ")
+                if len(parts) != 2 or not all(parts):
+                    raise GPT2FileError(path, f"expected two tokens separated by one space, got {line!r:.200}", n)
+                lefts.append(parts[0]); rights.append(parts[1]); lines.append(n)
+        except UnicodeDecodeError as e: raise GPT2FileError(path, f"is not valid UTF-8: {e.reason} at byte {e.start}") from None
+    error = lambda j, problem: GPT2FileError(path, problem, lines[j])
+    return list(zip(_tokens_from_printable(lefts, error), _tokens_from_printable(rights, error)))
 
 # %% ../nbs/04_encoder.ipynb #33ea6188
+def parse_gpt2_vocab(raw,  # a parsed GPT-2 `vocab.json`: printable token -> id
+                     path: str | os.PathLike = "vocab.json"  # the file it was read from, named in errors
+                    ) -> dict[int, bytes]:
+    "Check a parsed GPT-2 `vocab.json` and turn it into `{id: bytes}`; a problem is a `GPT2FileError` naming `path`."
+    if not isinstance(raw, dict): raise GPT2FileError(path, f"must hold a JSON object token -> id, not {type(raw).__name__}")
+    owner: dict[int, str] = {}  # id -> its token
+    for tok, i in raw.items():
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise GPT2FileError(path, f"the id of {tok!r:.80} must be a non-negative int, got {i!r:.80}", kind="ids")
+        if i in owner: raise GPT2FileError(path, f"id {i} is given to several tokens: {owner[i]!r:.80} and {tok!r:.80}",
+                                           kind="ids")
+        owner[i] = tok
+    tokens = list(raw)
+    bad = lambda j, problem: GPT2FileError(path, f"token {tokens[j]!r:.80}: {problem}")
+    return dict(zip(owner, _tokens_from_printable(tokens, bad)))
+
 def read_gpt2_files(vocab_path: str | os.PathLike,  # a GPT-2 `vocab.json` (printable token -> id)
                     merges_path: str | os.PathLike,  # a GPT-2 `merges.txt` (`left right` per line)
                    ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
@@ -283,28 +313,38 @@ def read_gpt2_files(vocab_path: str | os.PathLike,  # a GPT-2 `vocab.json` (prin
     for p in (vocab_path, merges_path):
         if not p.is_file(): raise FileNotFoundError(f"no such file: {p}")
     try: raw = json.loads(vocab_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e: raise ValueError(f"{vocab_path} is not valid JSON: {e}") from None
-    if not isinstance(raw, dict): raise ValueError(f"{vocab_path} must hold a JSON object token -> id")
-    ids = list(raw.values())
-    for tok, i in raw.items():
-        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-            raise ValueError(f"{vocab_path}: the id of {tok!r} must be a non-negative int, got {i!r}")
-    if len(set(ids)) < len(ids):
-        i = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"{vocab_path}: id {i} is given to several tokens: {[t for t, j in raw.items() if j == i]}")
-    tokens = list(raw)
-    vocab = dict(zip(ids, _tokens_from_printable(tokens, lambda j: f"{vocab_path}: token {tokens[j]!r}")))
-    return vocab, read_gpt2_merges(merges_path)
+    except UnicodeDecodeError as e: raise GPT2FileError(vocab_path, f"is not valid UTF-8: {e.reason} at byte {e.start}") from None
+    except json.JSONDecodeError as e:
+        raise GPT2FileError(vocab_path, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    return parse_gpt2_vocab(raw, vocab_path), read_gpt2_merges(merges_path)
 
 # %% ../nbs/04_encoder.ipynb #f18a7bcb
+def gpt2_special_tokens(vocab: Mapping[int, bytes],  # GPT-2's vocabulary, as `read_gpt2_files` gives it
+                        merges: list[tuple[bytes, bytes]]  # its merges
+                       ) -> dict[str, int]:
+    "The special tokens GPT-2's files imply: every entry that is neither a single byte nor made by a merge."
+    have = set(vocab.values())
+    for k, (a, b) in enumerate(merges):
+        for t in (a, b, a + b):
+            if t not in have: raise ValueError(f"merges[{k}] = {(a, b)!r:.120}: {t!r:.80} is not in the vocabulary")
+    made, out = {a + b for a, b in merges}, {}
+    for i in sorted(vocab):
+        if len(t := vocab[i]) > 1 and t not in made:
+            try: out[t.decode("utf-8")] = i
+            except UnicodeDecodeError: raise ValueError(f"vocab[{i}] = {t!r:.80} is made by no merge (so it would be "
+                                                        "a special token) but is not UTF-8") from None
+    return out
+
 @patch(cls_method=True)
 def from_files(cls: Tokenizer, vocab_path: str | os.PathLike,  # a GPT-2-style `vocab.json`
                merges_path: str | os.PathLike,  # a GPT-2-style `merges.txt`
-               special_tokens: Iterable[str] | Mapping[str, int] | None = None,  # as in the constructor
+               special_tokens: Iterable[str] | Mapping[str, int] | None = None,  # as in the constructor; None: `gpt2_special_tokens`
                pattern: str = GPT2_PATTERN  # the pre-tokenizer regex
               ) -> Tokenizer:
     "A tokenizer from GPT-2-style `vocab.json` + `merges.txt` (printable-byte form)."
-    return cls(*read_gpt2_files(vocab_path, merges_path), special_tokens, pattern)
+    vocab, merges = read_gpt2_files(vocab_path, merges_path)
+    if special_tokens is None: special_tokens = gpt2_special_tokens(vocab, merges)
+    return cls(vocab, merges, special_tokens, pattern)
 
 # %% ../nbs/04_encoder.ipynb #ab5b0002
 @patch

@@ -17,7 +17,7 @@ from operator import iadd
 from pathlib import Path
 
 # %% auto #0
-__all__ = []
+__all__ = ['merge_scan', 'merge_heap']
 
 # %% ../nbs/04a_fast_encoding.ipynb #fa000005
 import numpy as np
@@ -31,13 +31,13 @@ from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_
                             replay_steps)
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
-def _merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
-                ranks: dict[int, int],  # packed pair `left << shift | right` -> rank
-                merged: list[int],  # rank -> id of the merged token
-                shift: int,  # bits of the right id in a packed pair
-                rs: list[int] | None = None  # the ranks of the adjacent pairs, if the caller has them (modified)
-               ) -> list[int]:
-    "Merge the lowest-ranked adjacent pair (leftmost on ties) until none has a rank: O(n²), for short pieces."
+def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
+               ranks: dict[int, int],  # packed pair `left << shift | right` -> rank
+               merged: list[int],  # rank -> id of the merged token
+               shift: int,  # bits of the right id in a packed pair
+               rs: list[int] | None = None  # the ranks of the adjacent pairs, if the caller has them (modified)
+              ) -> list[int]:
+    "The ids of one pre-token: merge the lowest-ranked adjacent pair (leftmost on ties) until none has a rank. O(n²), for short ones."
     none, get = len(merged), ranks.get  # `none`: a rank larger than any real one
     if rs is None: rs = [get(a << shift | b, none) for a, b in zip(ids, ids[1:])]
     while rs:
@@ -51,13 +51,13 @@ def _merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified 
     return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #f570bf70
-def _merge_heap(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
-                ranks: dict[int, int],  # packed pair `left << shift | right` -> rank
-                merged: list[int],  # rank -> id of the merged token
-                shift: int,  # bits of the right id in a packed pair
-                trace: list | None = None  # if given, `(rank, position)` of each merge is appended, in order
-               ) -> list[int]:
-    "The same merges as `_merge_scan`, with a heap of `(rank, position)` and a linked list: O(n log n)."
+def merge_heap(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
+               ranks: dict[int, int],  # packed pair `left << shift | right` -> rank
+               merged: list[int],  # rank -> id of the merged token
+               shift: int,  # bits of the right id in a packed pair
+               trace: list | None = None  # if given, `(rank, position)` of each merge is appended, in order
+              ) -> list[int]:
+    "The ids of one pre-token, the same merges as `merge_scan`, with a heap of `(rank, position)` and a linked list: O(n log n)."
     n, get = len(ids), ranks.get
     heap = [r * n + i for i, r in enumerate(map(get, [a << shift | b for a, b in zip(ids, ids[1:])]))
             if r is not None]
@@ -107,10 +107,10 @@ def _prepare(self: Tokenizer):
     self._bulk_local, self._rank_arrays = threading.local(), None  # its state per thread; merge tables as arrays
 
 # %% ../nbs/04a_fast_encoding.ipynb #b987146a
-_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `_merge_scan`, longer ones `_merge_heap`
+_SCAN_MAX = 40  # pre-tokens of at most this many bytes use `merge_scan`, longer ones `merge_heap`
 
 def _byte_pair_ranks(byte_ids: list[int],  # byte -> its id
-                     ranks: dict[int, int], shift: int,  # the packed pair ranks, as `_merge_scan` takes them
+                     ranks: dict[int, int], shift: int,  # the packed pair ranks, as `merge_scan` takes them
                      none: int  # the rank of a pair that has none
                     ) -> list[int]:
     "The rank of every pair of bytes, at index `x << 8 | y`: a miss looks up its first ranks by index."
@@ -122,10 +122,10 @@ def _encode_piece(self: Tokenizer, piece: str) -> tuple[int, ...]:
     data = piece.encode("utf-8")
     ids = list(map(self.byte_ids.__getitem__, data))
     if len(ids) < 2: return tuple(ids)
-    if len(ids) > _SCAN_MAX: return tuple(_merge_heap(ids, self._ranks, self.merged, self._shift))
+    if len(ids) > _SCAN_MAX: return tuple(merge_heap(ids, self._ranks, self.merged, self._shift))
     pairs = self._pair_ranks
     rs = [pairs[x << 8 | y] for x, y in zip(data, data[1:])]
-    return tuple(_merge_scan(ids, self._ranks, self.merged, self._shift, rs))
+    return tuple(merge_scan(ids, self._ranks, self.merged, self._shift, rs))
 
 @patch
 def _trim_cache(self: Tokenizer):
@@ -143,7 +143,7 @@ def _trace(self: Tokenizer, data: bytes  # one pre-token's bytes
     "The ids of one pre-token and the merges that made them, in order: long pieces by the heap."
     if len(data) <= _SCAN_MAX: return replay_steps(data, self.byte_ids, self.ranks, self.merged)
     ids, trace = [self.byte_ids[b] for b in data], []
-    ids = _merge_heap(ids, self._ranks, self.merged, self._shift, trace)
+    ids = merge_heap(ids, self._ranks, self.merged, self._shift, trace)
     ends, steps = list(range(1, len(data) + 1)), []  # ends[p]: end of the symbol that starts at byte p
     for r, p in trace:
         q = ends[p]
@@ -339,7 +339,7 @@ def _rank_table(self: Tokenizer) -> tuple:
 def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding
                 lens: np.ndarray  # the length of each, from 1 to width
                ) -> list[tuple[int, ...]]:
-    "The ids of many short pre-tokens at once, as `_merge_scan` gives them: each round merges one pair in every row."
+    "The ids of many short pre-tokens at once, as `merge_scan` gives them: each round merges one pair in every row."
     table, pair_ranks, merged, byte_ids = self._rank_table()
     none, shift = len(self.merged), self._shift
     out, rows, n, width = [None] * len(data), np.arange(len(data)), lens.copy(), data.shape[1]

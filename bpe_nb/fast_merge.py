@@ -184,14 +184,18 @@ def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> co
                            special_tokens: Sequence[str] = (),  # added after the merges, in this order
                            tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                            progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                           min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                           max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                           ) -> BPEModel:
     "Learn the merges of `train_incremental_simple` (and `train_naive`), faster: all sites of a merge at once, in numpy."
     if not _fits_flat(counts, vocab_size):  # beyond 2**31 ids or symbols, or huge counts: the simple loop
-        return train_incremental_simple(counts, vocab_size, special_tokens, tie_break, progress)
+        return train_incremental_simple(counts, vocab_size, special_tokens, tie_break, progress,
+                                        min_frequency, max_token_length)
     enabled = gc.isenabled()
     gc.disable()  # millions of objects, no cycles: the collector would only walk them again and again
     try:
-        run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
+        run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental",
+                          min_frequency=min_frequency, max_token_length=max_token_length)
         sym, wid = _flatten([p for p, _ in run.pretokens])
         sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
         w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])

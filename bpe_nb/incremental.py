@@ -28,9 +28,9 @@ def count_pairs(words: Sequence[Sequence[int]],  # each pre-token as a list of i
     return dict(pair_counts), where
 
 # %% ../nbs/02_incremental_trainer.ipynb #d22c5afa
-def pop_best(heap: list[tuple],  # entries `rank(pair, count)`, possibly stale
+def pop_best(heap: list[tuple],  # entries `key(pair, count)`, possibly stale
              pair_counts: Mapping[tuple[int, int], int],  # the live counts
-             rank: Callable[[tuple[int, int], int], tuple]  # the sort key (`TrainingRun.rank`)
+             key: Callable[[tuple[int, int], int], tuple]  # the sort key (`TrainingRun.key`)
             ) -> tuple[int, int] | None:
     "Pop and return the best live pair, skipping (or re-pushing) stale entries; `None` when no pair is left."
     while heap:
@@ -38,7 +38,7 @@ def pop_best(heap: list[tuple],  # entries `rank(pair, count)`, possibly stale
         pair, stored = (entry[3], entry[4]), -entry[0]
         live = pair_counts.get(pair)
         if live == stored: return pair
-        if live and live < stored: heappush(heap, rank(pair, live))  # fell since pushed: re-file it
+        if live and live < stored: heappush(heap, key(pair, live))  # fell since pushed: re-file it
         # else: the pair is gone, or a newer entry with its higher count is already in the heap
     return None
 
@@ -81,7 +81,7 @@ def apply_merge(pair: tuple[int, int],  # the pair being merged
 def update_counts(delta: Mapping[tuple[int, int], int],  # pair -> count change, from `apply_merge`
                   pair_counts: dict[tuple[int, int], int],  # the live counts, updated in place
                   heap: list[tuple],  # the heap; gains an entry for each count that rose
-                  rank: Callable[[tuple[int, int], int], tuple]  # the sort key (`TrainingRun.rank`)
+                  key: Callable[[tuple[int, int], int], tuple]  # the sort key (`TrainingRun.key`)
                  ) -> None:
     "Apply count changes; drop pairs that reach zero; push a heap entry for each count that rose."
     for p, d in delta.items():
@@ -89,24 +89,26 @@ def update_counts(delta: Mapping[tuple[int, int], int],  # pair -> count change,
         c = pair_counts.get(p, 0) + d
         if c > 0:
             pair_counts[p] = c
-            if d > 0: heappush(heap, rank(p, c))
+            if d > 0: heappush(heap, key(p, c))
         elif c == 0: del pair_counts[p]
         else: raise AssertionError(f"pair {p} would get a negative count {c}")  # a bookkeeping bug
 
 # %% ../nbs/02_incremental_trainer.ipynb #40df9b62
-def merge_loop(run: TrainingRun,  # the run: its planned merges, `rank` and `add_merge`
+def merge_loop(run: TrainingRun,  # the run: its planned merges, `key` and `add_merge`
               pair_counts: dict[tuple[int, int], int],  # the live counts of the initial pairs (updated in place)
               apply: Callable[[tuple[int, int], int], Mapping[tuple[int, int], int]]  # merges `pair` into `new`; returns the count changes
              ) -> None:
     "Merge the best pair until the vocabulary is full or no pair is left: pop it, record it, apply it, update the counts."
-    rank = run.rank
-    heap = [rank(p, c) for p, c in pair_counts.items()]
+    key = run.key
+    heap = [key(p, c) for p, c in pair_counts.items()]
     heapify(heap)
     while len(run.merges) < run.planned:
-        best = pop_best(heap, pair_counts, rank)
-        if best is None: break  # every pre-token is one symbol: nothing left to merge
+        best = pop_best(heap, pair_counts, key)
+        if best is None or run.too_rare(pair_counts[best]): break  # nothing left to merge, or below min_frequency
         new = run.add_merge(best, pair_counts[best])
-        update_counts(apply(best, new), pair_counts, heap, rank)
+        delta = apply(best, new)
+        if run.max_token_length is not None: delta = {p: d for p, d in delta.items() if run.allowed(p)}
+        update_counts(delta, pair_counts, heap, key)
 
 # %% ../nbs/02_incremental_trainer.ipynb #f78eeb63
 def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
@@ -114,9 +116,12 @@ def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> 
                              special_tokens: Sequence[str] = (),  # added after the merges, in this order
                              tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                              progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                             min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                             max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                             ) -> BPEModel:
     "Learn the merges of `train_naive`, updating pair counts incrementally and picking pairs from a lazy heap (the loop as explained)."
-    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental")
+    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental",
+                      min_frequency=min_frequency, max_token_length=max_token_length)
     words, freq = [list(p) for p, _ in run.pretokens], [n for _, n in run.pretokens]
     pair_counts, where = count_pairs(words, freq)
     merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, words, freq, where))
@@ -137,11 +142,13 @@ def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, 
                       special_tokens: Sequence[str] = (),  # added after the merges, in this order
                       tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                       progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                      min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                      max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                      ) -> BPEModel:
     "Learn the merges of `train_incremental_simple` with the loop registered last in `FAST_LOOPS` (the fast merge loop), else with it."
     load_speedups("incremental")  # imports chapter 02a's module; its fast merge loop registers itself
     train = FAST_LOOPS[-1] if FAST_LOOPS else train_incremental_simple
-    return train(counts, vocab_size, special_tokens, tie_break, progress)
+    return train(counts, vocab_size, special_tokens, tie_break, progress, min_frequency, max_token_length)
 
 # %% ../nbs/02_incremental_trainer.ipynb #4651fe43
 def _check_merges(fn: Callable,  # the `apply_merge` under test
@@ -154,10 +161,10 @@ def _check_merges(fn: Callable,  # the `apply_merge` under test
     words, mine = [list(p) for p, _ in run.pretokens], [list(p) for p, _ in run.pretokens]
     pair_counts, where = count_pairs(words, freq)
     my_where = count_pairs(mine, freq)[1]
-    heap = [run.rank(p, c) for p, c in pair_counts.items()]; heapify(heap)
+    heap = [run.key(p, c) for p, c in pair_counts.items()]; heapify(heap)
     show = lambda toks: "|".join(run.vocab[t].decode("utf-8", "replace").replace(" ", "␣") for t in toks)
     corpus = ", ".join(f"{p.decode('utf-8', 'replace').replace(' ', '␣')!r}: {n}" for p, n in counts.items())
-    while len(run.merges) < run.planned and (pair := pop_best(heap, pair_counts, run.rank)) is not None:
+    while len(run.merges) < run.planned and (pair := pop_best(heap, pair_counts, run.key)) is not None:
         new = run.add_merge(pair, pair_counts[pair])
         expected = apply_merge(pair, new, words, freq, where)
         got = fn(pair, new, mine, freq, my_where)
@@ -173,7 +180,7 @@ def _check_merges(fn: Callable,  # the `apply_merge` under test
             if not holders <= set(my_where.get(p, ())):
                 raise AssertionError(f"{at}: where[({show(p)})] should list pre-tokens {sorted(holders)} "
                                      f"(and may list more), got {sorted(my_where.get(p, ()))}")
-        update_counts(expected, pair_counts, heap, run.rank)
+        update_counts(expected, pair_counts, heap, run.key)
     return len(run.merges)
 
 # %% ../nbs/02_incremental_trainer.ipynb #585c8440

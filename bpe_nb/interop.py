@@ -25,34 +25,32 @@ import regex
 from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, bytes_to_printable, check_pattern, compile_pattern,
     printable_to_bytes)
 from .naive import BPEModel
-from .encoder import Tokenizer, read_gpt2_merges
+from .encoder import GPT2FileError, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges
 from .chunking import atomic_write
 from bpe_nb.artifacts import (MAX_ID, MAX_SPECIAL_TOKENS, SINGLE_BYTES, TRUSTED_PATTERNS, ArtifactError, check_id, of_kind,
     check_pattern_trust, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
     save, shorten)
 
 # %% ../nbs/05a_interop.ipynb #f0803da4
+def _artifact_error(e: GPT2FileError) -> ArtifactError:
+    "The encoder reader's `GPT2FileError` as an `ArtifactError`: same file, same kind, the line in the words."
+    return ArtifactError(e.path, f"line {e.line}: {e.problem}" if e.line else e.problem, e.kind)
+
 def _gpt2_vocab(path: Path) -> dict[int, bytes]:
-    "Read and check a GPT-2 `vocab.json` (printable token -> id) into `{id: bytes}`; problems are `ArtifactError`s naming it."
+    "Read a GPT-2 `vocab.json` under the size cap, check it with the encoder's `parse_gpt2_vocab`, cap its ids; problems are `ArtifactError`s."
     raw = read_json(path)
-    if not isinstance(raw, dict): raise ArtifactError(path, f"must hold a JSON object token -> id, not {json_type(raw)}")
-    vocab: dict[int, bytes] = {}
-    for s, i in raw.items():
+    try: vocab = parse_gpt2_vocab(raw, path)
+    except GPT2FileError as e: raise _artifact_error(e) from None
+    for s, i in raw.items():  # the hostile-file layer: ids up to `MAX_ID` only
         try: check_id(i, f"the token {shorten(s)}")
         except ValueError as e: raise ArtifactError(path, str(e), "ids") from None
-        if i in vocab: raise ArtifactError(path, f"id {i} is given to two tokens, {shorten(bytes_to_printable(vocab[i]))} "
-                                                 f"and {shorten(s)}", "ids")
-        try: vocab[i] = printable_to_bytes(s)
-        except ValueError as e: raise ArtifactError(path, f"token {shorten(s)}: {e}") from None
     return vocab
 
 def _gpt2_merges(path: Path) -> list[tuple[bytes, bytes]]:
     "Read a GPT-2 `merges.txt` with the encoder's reader; any problem is an `ArtifactError` naming it."
     try: return read_gpt2_merges(path)
-    except UnicodeDecodeError as e: raise ArtifactError(path, f"is not valid UTF-8: {e.reason} at byte {e.start}") from None
-    except (ValueError, OSError) as e:
-        msg = str(e).removeprefix(f"{path}:")
-        raise ArtifactError(path, f"line {msg}" if msg[:1].isdigit() else msg) from None
+    except GPT2FileError as e: raise _artifact_error(e) from None
+    except OSError as e: raise ArtifactError(path, f"cannot be read: {e.strerror or e}", "unreadable") from None
 
 
 # %% ../nbs/05a_interop.ipynb #ff07fd39
@@ -73,13 +71,8 @@ def import_gpt2(vocab_path,  # GPT-2 `vocab.json` (token in printable-byte form 
         return ArtifactError(vocab_path, f"not a usable GPT-2 tokenizer with {merges_path.name}: {e}")
     specials = special_tokens  # a list (ids from the vocabulary, else new ones) or a dict, as `Tokenizer` takes
     if special_tokens is None:
-        have = set(vocab.values())
-        for k, (a, b) in enumerate(merges):
-            for t in (a, b, a + b):
-                if t not in have: raise bad(f"merge {k} {(a, b)!r}: {shorten(t)} is not in the vocabulary")
-        made = {a + b for a, b in merges} | set(SINGLE_BYTES)
-        try: specials = {vocab[i].decode("utf-8"): i for i in sorted(vocab) if vocab[i] not in made}
-        except UnicodeDecodeError as e: raise bad(f"a token that no merge makes is not UTF-8: {e}") from e
+        try: specials = gpt2_special_tokens(vocab, merges)  # the encoder's rule, as `Tokenizer.from_files`
+        except ValueError as e: raise bad(e) from None
         check_special_count(specials, lambda problem: bad(f"it {problem} (the entries that no merge makes)"))
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)

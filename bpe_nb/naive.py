@@ -70,17 +70,22 @@ def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. f
                 special_tokens: Sequence[str] = (),  # added after the merges, in this order
                 tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                 progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                ) -> BPEModel:
     "Learn BPE merges by recounting every pair at every step: simple, slow, and the reference."
-    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="naive")
+    run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="naive",
+                      min_frequency=min_frequency, max_token_length=max_token_length)
     words = run.words
     while len(run.merges) < run.planned:
         pair_counts = defaultdict(int)
         for w, n in words:
             for pair in zip(w, w[1:]): pair_counts[pair] += n
+        pair_counts = {p: n for p, n in pair_counts.items() if run.allowed(p)}  # all, without max_token_length
         if not pair_counts: break  # every pre-token is one symbol: nothing left to merge
         top = max(pair_counts.values())
-        best = min((p for p, n in pair_counts.items() if n == top), key=lambda p: run.rank(p, top))
+        if run.too_rare(top): break  # below min_frequency
+        best = min((p for p, n in pair_counts.items() if n == top), key=lambda p: run.key(p, top))
         new = run.add_merge(best, top)
         words = [(merge_pair(w, best, new), n) if best[0] in w else (w, n) for w, n in words]
     return run.model()
@@ -149,7 +154,7 @@ def _token_order(tie_break: str,  # one of `TIE_BREAKS`
 
 # %% ../nbs/01_naive_trainer.ipynb #29549c9d
 class EarlyStopWarning(UserWarning):
-    "Training stopped before `vocab_size` was reached because no pair of symbols was left to merge."
+    "Training stopped before `vocab_size` was reached: no pair of symbols was left to merge, or the best was below `min_frequency`."
 
 # %% ../nbs/01_naive_trainer.ipynb #a65d7d26
 class TrainingRun:
@@ -161,8 +166,12 @@ class TrainingRun:
                  tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
                  progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
                  trainer: str = "",  # the trainer's name, recorded in `info` and shown on the bar
+                 min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                 max_token_length: int | None = None,  # HF's token length limit, in bytes (see `allowed`); None: none
                 ):
-        self.special_tokens = _check_run_args(vocab_size, special_tokens, tie_break)
+        self.special_tokens = _check_run_args(vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
+        self.min_frequency, self.max_token_length = min_frequency, max_token_length
+        self.stop_reason: str | None = None  # why training stopped before `planned` merges (set by `model`, `too_rare`)
         self.pretokens: list[tuple[bytes, int]] = _pretokens(counts)  # those that hold a pair, with their counts
         self.tie_break, self.trainer, self.vocab_size_requested = tie_break, trainer, vocab_size
         self.planned = vocab_size - 256 - len(self.special_tokens)  # merges wanted
@@ -178,10 +187,10 @@ class TrainingRun:
 
 # %% ../nbs/01_naive_trainer.ipynb #57ebfb6f
 @patch
-def rank(self: TrainingRun,
-         pair: tuple[int, int],  # a pair of ids
-         count: int  # its current count
-        ) -> tuple:
+def key(self: TrainingRun,
+        pair: tuple[int, int],  # a pair of ids
+        count: int  # its current count
+       ) -> tuple:
     "The sort key of `pair` at `count`: the smallest key is the pair to merge next."
     order = self.order
     return (-count, order[pair[0]], order[pair[1]], pair[0], pair[1])
@@ -202,6 +211,24 @@ def add_merge(self: TrainingRun,
         self._report(len(self.merges), (self.vocab[pair[0]], self.vocab[pair[1]]), count)
     return new
 
+# %% ../nbs/01_naive_trainer.ipynb #ade3be68
+@patch
+def allowed(self: TrainingRun,
+            pair: tuple[int, int]  # a pair of ids
+           ) -> bool:
+    "Whether `pair` may be counted and merged under `max_token_length` (HF's rule: two bytes, or fewer bytes than it)."
+    m = self.max_token_length
+    return m is None or (pair[0] < 256 and pair[1] < 256) or len(self.vocab[pair[0]]) + len(self.vocab[pair[1]]) < m
+
+@patch
+def too_rare(self: TrainingRun,
+             count: int  # the best pair's count
+            ) -> bool:
+    "Whether `count` is below `min_frequency` (training stops there); records the reason."
+    if count >= self.min_frequency: return False
+    self.stop_reason = f"the best pair occurs {count} time(s), below min_frequency={self.min_frequency}"
+    return True
+
 # %% ../nbs/01_naive_trainer.ipynb #72230fe9
 @patch
 def model(self: TrainingRun) -> BPEModel:
@@ -212,12 +239,16 @@ def model(self: TrainingRun) -> BPEModel:
     for s in self.special_tokens:
         specials[s] = len(vocab); vocab[len(vocab)] = s.encode("utf-8")
     learned = len(self.merges)
+    if learned < self.planned and self.stop_reason is None:
+        self.stop_reason = "no pair left to merge" + ("" if self.max_token_length is None else
+                                                      f" within max_token_length={self.max_token_length}")
     info = dict(trainer=self.trainer, vocab_size_requested=self.vocab_size_requested, vocab_size=len(vocab),
                 tie_break=self.tie_break, merges_planned=self.planned, merges_learned=learned,
-                stopped_early=learned < self.planned)
+                stopped_early=learned < self.planned, min_frequency=self.min_frequency,
+                max_token_length=self.max_token_length, stop_reason=self.stop_reason)
     if learned < self.planned:
-        warnings.warn(f"training stopped early: no pair left to merge after {learned} of {self.planned} "
-                      f"planned merges; the vocabulary has {len(vocab)} entries, not {self.vocab_size_requested}",
+        warnings.warn(f"training stopped early after {learned} of {self.planned} planned merges: "
+                      f"{self.stop_reason}; the vocabulary has {len(vocab)} entries, not {self.vocab_size_requested}",
                       EarlyStopWarning, stacklevel=3)
     merges = [(self.vocab[a], self.vocab[b]) for a, b in self.merges]
     return BPEModel(vocab=vocab, merges=merges, special_tokens=specials, info=info)
@@ -279,7 +310,7 @@ HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).in
 "For each byte, its position in HF tokenizers' alphabet (GPT-2's printable characters in code-point order)."
 
 # %% ../nbs/01_naive_trainer.ipynb #d08c21dc
-def _check_run_args(vocab_size, special_tokens, tie_break) -> tuple[str, ...]:
+def _check_run_args(vocab_size, special_tokens, tie_break, min_frequency=0, max_token_length=None) -> tuple[str, ...]:
     "Check the arguments every trainer shares; return the special tokens as a tuple."
     if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Sequence):
         raise TypeError(f"special_tokens must be a sequence of strings, got {special_tokens!r}")
@@ -295,6 +326,11 @@ def _check_run_args(vocab_size, special_tokens, tie_break) -> tuple[str, ...]:
                          f"token(s) = {256 + len(specials)}")
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    for name, v in (("min_frequency", min_frequency), ("max_token_length", max_token_length)):
+        if v is None and name == "max_token_length": continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int{' or None' if name == 'max_token_length' else ''}, got {v!r}")
+        if v < 0: raise ValueError(f"{name} must be at least 0, got {v}")
     return specials
 
 # %% ../nbs/01_naive_trainer.ipynb #5539dfa6

@@ -33,14 +33,17 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
               piece_size: int = 1 << 20,  # bytes a counting worker reads at a time
               min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
+              min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
+              max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
              ) -> BPEModel:
     "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
     if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
     specials = check_special_tokens(special_tokens)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)  # the trainer's own checks, before counting
     counts, record = count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
                                 min_chunk_size, sha256=True)
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
     model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
                       corpus_sha256=record["sha256"], pattern=pattern,
                       pretokens=sum(counts.values()), distinct_pretokens=len(counts),
@@ -59,15 +62,18 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
                         trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
                         progress=None,  # None or False: silent; True: bars; a callable: gets CountProgress (total None), then MergeProgress
                         chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
+                        min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
+                        max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                        ) -> BPEModel:
     "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
     if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
     specials = check_special_tokens(special_tokens)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False)  # the trainer's own checks, before counting
+    limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)  # the trainer's own checks, before counting
     progress = False if progress is None else progress
     counts, record = count_documents(iterable, specials, pattern=pattern, workers=workers, executor=executor,
                                      progress=progress, chunk_size=chunk_size)
-    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress)
+    model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
     model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
                       **record)
     return model

@@ -856,3 +856,70 @@ def _write(d: Path, text: str) -> Path:
     p = d / "f.json"
     p.write_text(text, encoding="utf-8")
     return p
+
+
+# ---------------------------------------------------------------- one GPT-2 reader (issue 25)
+
+def test_gpt2_one_reader_same_tokenizer(cs336):
+    "`Tokenizer.from_files` (chapter 04) and `import_gpt2` (05a) read GPT-2's files into the same tokenizer, specials and all."
+    ours, theirs = Tokenizer.from_files(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt"), \
+        import_gpt2(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt")
+    assert same(ours, theirs) and ours.special_tokens == theirs.special_tokens == {EOT: 50256}
+    assert ours.vocab == theirs.vocab and ours.merges == theirs.merges
+    with_list = (Tokenizer.from_files(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt", [EOT, "hello"]),
+                 import_gpt2(cs336 / "gpt2_vocab.json", cs336 / "gpt2_merges.txt", [EOT, "hello"]))
+    assert with_list[0].special_tokens == with_list[1].special_tokens and same(*with_list)
+
+
+_BROKEN_GPT2 = [  # (vocab.json text, merges.txt bytes, the file at fault, words both errors hold, import_gpt2's kind)
+    ('{"a": 0, "b": 0}', b"", "vocab", "id 0 is given to several tokens", "ids"),
+    ('{"a": -1}', b"", "vocab", "the id of 'a' must be a non-negative int", "ids"),
+    ('{"a": "0"}', b"", "vocab", "the id of 'a' must be a non-negative int", "ids"),
+    ('{"a b": 0}', b"", "vocab", "token 'a b'", "format"),
+    ('["a"]', b"", "vocab", "must hold a JSON object token -> id", "format"),
+    ('{"a": 0}', b"a b c\n", "merges", "expected two tokens separated by one space", "format"),
+    ('{"a": 0}', b"#version: 0.2\na  b\n", "merges", "2: expected two tokens", "format"),
+    ('{"a": 0}', "a \u4e2d\n".encode(), "merges", "is not a GPT-2 printable byte", "format"),
+    ('{"a": 0}', b"a b\n\xff\xfe x\n", "merges", "is not valid UTF-8", "format"),
+]
+
+@pytest.mark.parametrize("vocab, merges, culprit, words, kind", _BROKEN_GPT2)
+def test_gpt2_one_reader_same_errors(tmp_path, vocab, merges, culprit, words, kind):
+    "A broken file: chapter 04's reader raises a `ValueError` naming the file (and line); `import_gpt2` the same problem as an `ArtifactError`."
+    v, m = tmp_path / "vocab.json", tmp_path / "merges.txt"
+    v.write_text(vocab, encoding="utf-8"); m.write_bytes(merges)
+    at_fault = v if culprit == "vocab" else m
+    with pytest.raises(ValueError) as plain:
+        Tokenizer.from_files(v, m)
+    assert not isinstance(plain.value, ArtifactError) and str(plain.value).startswith(str(at_fault)) and words in str(plain.value)
+    with pytest.raises(ArtifactError) as hostile:
+        import_gpt2(v, m)
+    assert hostile.value.path == at_fault and hostile.value.kind == kind and words in str(hostile.value)
+    assert plain.value.kind == kind
+
+
+def test_gpt2_one_reader_missing_files(tmp_path, cs336):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        Tokenizer.from_files(tmp_path / "nope.json", cs336 / "gpt2_merges.txt")
+    with pytest.raises(ArtifactError, match="nope.json: no such file") as e:
+        import_gpt2(tmp_path / "nope.json", cs336 / "gpt2_merges.txt")
+    assert e.value.kind == "not-found"
+
+
+def test_training_options_are_recorded_in_the_file(tmp_path):
+    "min_frequency / max_token_length (issue 27) and why training stopped reach the native file and come back."
+    import warnings
+    from bpe_nb import save
+    from bpe_nb.artifacts import load_model
+    from bpe_nb.incremental import train_incremental
+    from bpe_nb.pretokenize import count_pretokens
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = train_incremental(count_pretokens("low lower lowest " * 30), 300, min_frequency=5, max_token_length=4,
+                              progress=False)
+        plain = train_incremental(count_pretokens("low lower lowest " * 30), 262, progress=False)
+    save(m, tmp_path / "t.json"); save(plain, tmp_path / "p.json")
+    info = load_model(tmp_path / "t.json").info
+    assert (info["min_frequency"], info["max_token_length"], info["stopped_early"]) == (5, 4, True)
+    assert "max_token_length" in info["stop_reason"]
+    assert not {"min_frequency", "max_token_length", "stop_reason"} & set(load_model(tmp_path / "p.json").info)

@@ -13,6 +13,7 @@ import struct
 import termios
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +127,26 @@ def test_train_tie_break_hf_matches_hf_tokenizers(work, tmp_path):
                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     merges = [m.split(" ") if isinstance(m, str) else m for m in json.loads(hf.to_str())["model"]["merges"]]
     assert load_tokenizer(out).merges == [(printable_to_bytes(a), printable_to_bytes(b)) for a, b in merges]
+
+
+@pytest.mark.parametrize("options", [dict(min_frequency=3), dict(max_token_length=4),
+                                     dict(min_frequency=2, max_token_length=6)])
+def test_train_limits_match_the_library(work, tmp_path, options):
+    "--min-frequency and --max-token-length: the merges of train_bpe with the same options, and a summary that says so."
+    from bpe_nb.training import train_bpe
+    from bpe_nb.naive import EarlyStopWarning
+    out = tmp_path / "limited.json"
+    flags = [x for k, v in options.items() for x in ("--" + k.replace("_", "-"), v)]
+    summary = ok(cli("train", work / "corpus.txt", "--vocab-size", 2000, "--tie-break", "hf", "--workers", 1,
+                     *flags, "--out", out))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        want = train_bpe(work / "corpus.txt", 2000, [EOT], workers=1, tie_break="hf", progress=False, **options)
+    assert load_tokenizer(out).merges == want.merges
+    if "min_frequency" in options:
+        assert f"min-frequency {options['min_frequency']}" in summary
+        assert want.info["stopped_early"] and f"below min_frequency={options['min_frequency']}" in summary
+    if "max_token_length" in options: assert f"max-token-length {options['max_token_length']}" in summary
 
 
 def test_train_early_stop_is_reported(tmp_path):
@@ -507,6 +528,7 @@ def test_no_command_overwrites_its_input(trained, tmp_path):
 
 @pytest.mark.parametrize("command,options", [
     ("train", ["--vocab-size", "--special-token", "--workers", "--trainer", "--tie-break", "--out", "CORPUS",
+               "--min-frequency", "--max-token-length",
                "(default: tokenizer.bpe_nb.json)"]),
     ("encode", ["--tokenizer", "--out", "FILE", "encoded on its own", "whole input", "--encoding", "--ranks", "--trust-pattern"]),
     ("decode", ["--tokenizer", "FILE", "--dtype", ".npy/.bin", "--encoding", "--ranks", "--trust-pattern"]),
@@ -623,6 +645,9 @@ ERRORS = [  # (args, status, fragments of the message); {w}: work dir, {b}: bad 
     ([], 2, ["COMMAND"]),
     (["tokenize"], 2, ["invalid choice: 'tokenize'"]),
     (["train", "--frobnicate"], 2, ["unrecognized arguments: --frobnicate"]),
+    (["train", "{w}/corpus.txt", "--min-frequency", "-1"], 2, ["min_frequency must be at least 0, got -1"]),
+    (["train", "{w}/corpus.txt", "--max-token-length", "-2"], 2, ["max_token_length must be at least 0, got -2"]),
+    (["train", "{w}/corpus.txt", "--max-token-length", "many"], 2, ["--max-token-length", "'many' is not an integer"]),
 ]
 
 

@@ -17,7 +17,7 @@ import bpe_nb.fast_encoding as fast  # chapter 04a: the fast paths (load_speedup
 from bpe_nb.chunking import file_ranges, read_pieces
 from bpe_nb.encoder import (MergeStep, PieceExplanation, Tokenizer, UnknownTokenError, format_explanation,
                             read_gpt2_files, read_gpt2_merges)
-from bpe_nb.fast_encoding import _merge_heap, _merge_scan
+from bpe_nb.fast_encoding import merge_heap as _merge_heap, merge_scan as _merge_scan
 from bpe_nb.naive import merge_pair
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50K_PATTERN, PROVEN_PATTERNS,
                                 count_pretokens, pretokenize, printable_to_bytes, split_special)

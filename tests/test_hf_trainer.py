@@ -18,25 +18,25 @@ from bpe_nb.pretokenize import count_pretokens, printable_to_bytes, split_specia
 EOT = "<|endoftext|>"
 
 
-def hf_merges(docs, vocab_size, specials):
+def hf_merges(docs, vocab_size, specials, **options):
     "Train HF's BpeTrainer on the documents; its merges as pairs of bytes, and its vocabulary size."
     tok = tokenizers.Tokenizer(tokenizers.models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(specials), show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), **options)
     tok.train_from_iterator(list(docs), trainer)
     model = json.loads(tok.to_str())["model"]
     pairs = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
     return [(printable_to_bytes(a), printable_to_bytes(b)) for a, b in pairs], tok.get_vocab_size()
 
 
-def ours(trainer, docs, vocab_size, specials):
+def ours(trainer, docs, vocab_size, specials, **options):
     "Train one of our trainers with tie_break='hf' on the same documents."
     counts = Counter()
     for d in docs: counts.update(count_pretokens(d))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EarlyStopWarning)
-        return trainer(counts, vocab_size, specials, tie_break="hf", progress=False)
+        return trainer(counts, vocab_size, specials, tie_break="hf", progress=False, **options)
 
 
 def docs_of(text, specials):
@@ -44,10 +44,10 @@ def docs_of(text, specials):
     return [d for d in split_special(text, tuple(specials)) if d not in specials] if specials else [text]
 
 
-def assert_like_hf(docs, vocab_size, specials, trainers_=(train_incremental,)):
-    expected, hf_size = hf_merges(docs, vocab_size, specials)
+def assert_like_hf(docs, vocab_size, specials, trainers_=(train_incremental,), **options):
+    expected, hf_size = hf_merges(docs, vocab_size, specials, **options)
     for trainer in trainers_:
-        m = ours(trainer, docs, vocab_size, specials)
+        m = ours(trainer, docs, vocab_size, specials, **options)
         assert m.merges == expected, (trainer.__name__, next((k for k, (p, q) in enumerate(zip(m.merges, expected)) if p != q), None))
         assert m.vocab_size == hf_size
 
@@ -128,3 +128,26 @@ def test_all_pairs_tied_once():
     chars = list("!~ab\n \x7fé中0")
     docs = ["".join(rng.sample(chars, 2)) for _ in range(200)]
     assert_like_hf(docs, 256 + 60, [], trainers_=(train_naive, train_incremental))
+
+
+# ---- HF's min_frequency and max_token_length ------------------------------------------------------
+@pytest.mark.parametrize("options", [dict(max_token_length=n) for n in (0, 1, 2, 3, 5, 8)]
+                         + [dict(min_frequency=n) for n in (2, 10, 100)]
+                         + [dict(min_frequency=10, max_token_length=5), dict(min_frequency=2, max_token_length=3)],
+                         ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+def test_tinystories_options(tinystories_docs, options):
+    "HF BpeTrainer's two options on the bundled sample: the same merges, and the same early stop."
+    assert_like_hf(tinystories_docs, 3000, [EOT], **options)
+
+
+@pytest.mark.parametrize("options", [dict(max_token_length=4), dict(min_frequency=5, max_token_length=6)])
+def test_tinystories_options_naive(tinystories_docs, options):
+    assert_like_hf(tinystories_docs[:300], 600, [EOT], trainers_=(train_naive, train_incremental), **options)
+
+
+@settings(max_examples=80, deadline=None)
+@given(corpora(), st.sampled_from([0, 1, 2, 3, 5]), st.sampled_from([None, 1, 2, 3, 4, 6]))
+def test_random_corpora_options(case, min_frequency, max_token_length):
+    docs, size, specials = case
+    assert_like_hf(docs, size, specials, trainers_=(train_naive, train_incremental),
+                   min_frequency=min_frequency, max_token_length=max_token_length)

@@ -72,12 +72,15 @@ def fast_with(small: int, *args, **kwargs) -> BPEModel:
     finally: fast_merge._SMALL_MERGE = saved
 
 
-def assert_same_training(counts, size, specials, tie_break):
-    slow = train_quiet(train_naive, counts, size, specials, tie_break=tie_break)
-    simple = train_quiet(train_incremental_simple, counts, size, specials, tie_break=tie_break)
+def assert_same_training(counts, size, specials, tie_break, min_frequency=0, max_token_length=None):
+    limits = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length)
+    slow = train_quiet(train_naive, counts, size, specials, **limits)
+    simple = train_quiet(train_incremental_simple, counts, size, specials, **limits)
     assert simple == slow and simple.info["stopped_early"] == slow.info["stopped_early"]
+    assert simple.info["stop_reason"] == slow.info["stop_reason"]
     for small in (0, 2, 10**9):  # every merge in arrays; split by size; every merge in Python
-        fast = fast_with(small, counts, size, specials, tie_break=tie_break)
+        fast = fast_with(small, counts, size, specials, **limits)
+        assert fast.info["stop_reason"] == slow.info["stop_reason"]
         assert fast.merges == slow.merges
         assert fast.vocab == slow.vocab
         assert fast.special_tokens == slow.special_tokens
@@ -101,6 +104,96 @@ def test_differential_ids_smaller(case):
 @given(corpora())
 def test_differential_hf(case):
     assert_same_training(*case, "hf")
+
+
+LIMITS = st.tuples(st.sampled_from([0, 0, 1, 2, 3, 5, 20]), st.sampled_from([None, None, 0, 1, 2, 3, 4, 5, 8]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(corpora(), st.sampled_from(TIE_BREAKS), LIMITS)
+def test_differential_min_frequency_max_token_length(case, tie_break, limits):
+    "HF's two options: the naive, simple and fast loops learn the same merges, under every tie rule."
+    assert_same_training(*case, tie_break, *limits)
+
+
+def hf_style_reference(counts, size, tie_break, min_frequency, max_token_length):
+    "The options as HF's trainer applies them, written independently: pair counts kept by change lists, a new pair "
+    "registered only when its merged length is below the limit, counts of unregistered pairs ignored."
+    from bpe_nb.naive import TrainingRun
+    run = TrainingRun(counts, size, (), tie_break, progress=False)  # for the tie key only: no limits here
+    words = [(list(w), n) for w, n in run.pretokens]
+    live = Counter()
+    for w, n in words:
+        for p in zip(w, w[1:]): live[p] += n
+    registered = set(live)
+    limit = max_token_length if max_token_length is not None else float("inf")
+    while len(run.merges) < run.planned:
+        cands = [(p, c) for p, c in live.items() if p in registered and c > 0]
+        if not cands: break
+        best, top = min(cands, key=lambda pc: run.key(*pc))
+        if top < min_frequency: break
+        new = run.add_merge(best, top)
+        for k, (w, n) in enumerate(words):
+            i, out = 0, []
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    if out: live[(out[-1], w[i])] -= n
+                    if i + 2 < len(w): live[(w[i + 1], w[i + 2])] -= n
+                    live[best] -= n
+                    if out and len(run.vocab[out[-1]]) + len(run.vocab[new]) < limit:
+                        live[(out[-1], new)] += n; registered.add((out[-1], new))
+                    if i + 2 < len(w) and len(run.vocab[new]) + len(run.vocab[w[i + 2]]) < limit:
+                        live[(new, w[i + 2])] += n; registered.add((new, w[i + 2]))
+                    out.append(new); i += 2
+                else: out.append(w[i]); i += 1
+            words[k] = (out, n)
+    return [(run.vocab[a], run.vocab[b]) for a, b in run.merges]
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora(), st.sampled_from(TIE_BREAKS), LIMITS)
+def test_limits_match_an_independent_hf_style_loop(case, tie_break, limits):
+    counts, size, _ = case
+    want = hf_style_reference(counts, size, tie_break, *limits)
+    for trainer in TRAINERS:
+        assert train_quiet(trainer, counts, size, tie_break=tie_break, min_frequency=limits[0],
+                           max_token_length=limits[1]).merges == want, trainer.__name__
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+def test_limits_on_tinystories(trainer, tinystories_sample):
+    "min_frequency cuts the unlimited run where counts fall below it; max_token_length bounds every later token."
+    counts = count_pretokens(tinystories_sample.read_text(encoding="utf-8")[:100_000], (EOT,))
+    free = []  # the count of each merge of the unlimited run: never rising, so a cut is a prefix
+    unlimited = train_incremental_simple(counts, 1500, [EOT], progress=lambda p: free.append(p.count))
+    assert free == sorted(free, reverse=True) and free[-1] < 10
+    for k in (2, 10, 100):
+        n = sum(c >= k for c in free)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = trainer(counts, 1500, [EOT], progress=False, min_frequency=k)
+        assert m.merges == unlimited.merges[:n] and m.info["min_frequency"] == k
+        assert m.info["stopped_early"] == (n < len(free)) == bool(caught)
+        if n < len(free): assert f"below min_frequency={k}" in str(caught[0].message)
+    for n in (2, 3, 5):
+        m = train_quiet(trainer, counts, 1200, [EOT], max_token_length=n, tie_break="hf")
+        assert all(len(a + b) < n or len(a) == len(b) == 1 for a, b in m.merges)
+        assert m.info["max_token_length"] == n
+        check_layout(m, [EOT])
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("options, error, message", [
+    (dict(min_frequency=-1), ValueError, "min_frequency must be at least 0, got -1"),
+    (dict(min_frequency=True), TypeError, "min_frequency must be an int, got True"),
+    (dict(min_frequency=2.0), TypeError, "min_frequency must be an int"),
+    (dict(min_frequency=None), TypeError, "min_frequency must be an int"),
+    (dict(max_token_length=-3), ValueError, "max_token_length must be at least 0, got -3"),
+    (dict(max_token_length=False), TypeError, "max_token_length must be an int or None, got False"),
+    (dict(max_token_length="5"), TypeError, "max_token_length must be an int or None"),
+])
+def test_bad_limits(trainer, options, error, message):
+    with pytest.raises(error, match=message): trainer({b"ab": 1}, 300, progress=False, **options)
 
 
 def test_tie_breaks_are_the_three_rules():
