@@ -499,5 +499,6 @@ d = { 'settings': { 'branch': 'main',
                                     'bpe_nb.pretokenize.split_special': ('pretokenize.html#split_special', 'bpe_nb/pretokenize.py'),
                                     'bpe_nb.pretokenize.unicode_to_bytes': ('pretokenize.html#unicode_to_bytes', 'bpe_nb/pretokenize.py'),
                                     'bpe_nb.pretokenize.visible': ('pretokenize.html#visible', 'bpe_nb/pretokenize.py')},
-            'bpe_nb.training': { 'bpe_nb.training.train_bpe': ('training.html#train_bpe', 'bpe_nb/training.py'),
+            'bpe_nb.training': { 'bpe_nb.training._check_training': ('training.html#_check_training', 'bpe_nb/training.py'),
+                                 'bpe_nb.training.train_bpe': ('training.html#train_bpe', 'bpe_nb/training.py'),
                                  'bpe_nb.training.train_from_iterator': ('training.html#train_from_iterator', 'bpe_nb/training.py')}}}

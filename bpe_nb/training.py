@@ -20,6 +20,14 @@ from .chunking import check_special_tokens, count_documents, count_file
 # %% ../nbs/03a_training.ipynb #224df12a
 _TRAINERS = {"incremental": train_incremental, "naive": train_naive}
 
+def _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length) -> tuple[tuple, dict]:
+    "Check the training arguments before any counting (the trainers' own checks); return the special tokens and limits."
+    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+    specials = check_special_tokens(special_tokens)
+    limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)
+    return specials, limits
+
 def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               vocab_size: int,  # total size: 256 bytes + merges + special tokens
               special_tokens: Sequence[str] = ("<|endoftext|>",),  # document separators, added to the vocab after the merges
@@ -37,10 +45,7 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
              ) -> BPEModel:
     "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    specials = check_special_tokens(special_tokens)
-    limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)  # the trainer's own checks, before counting
+    specials, limits = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     counts, record = count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
                                 min_chunk_size, sha256=True)
     model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
@@ -66,10 +71,7 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
                         max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
                        ) -> BPEModel:
     "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    specials = check_special_tokens(special_tokens)
-    limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
-    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)  # the trainer's own checks, before counting
+    specials, limits = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
     progress = False if progress is None else progress
     counts, record = count_documents(iterable, specials, pattern=pattern, workers=workers, executor=executor,
                                      progress=progress, chunk_size=chunk_size)

