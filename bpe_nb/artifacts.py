@@ -31,7 +31,7 @@ import regex
 
 # %% ../nbs/05_artifacts.ipynb #ed4a9932
 from . import __version__
-from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, bytes_to_printable, check_pattern, compile_pattern,
+from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, bytes_to_printable, check_pattern, check_special_tokens, compile_pattern,
     printable_to_bytes)
 from .naive import BPEModel
 from .encoder import Tokenizer, read_gpt2_merges
@@ -115,8 +115,8 @@ def id_layout(obj  # a `BPEModel` or a `Tokenizer`
     vocab, merges, specials, _, _ = model_parts(obj)
     vocab = dict(vocab)
     for i, b in vocab.items(): check_id(i, f"the vocabulary entry {shorten(b)}")
+    check_special_tokens(list(specials))  # chapter 00's check
     for s, i in specials.items():  # a tokenizer may keep its specials out of `vocab`
-        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
         check_text("special token", s)
         check_id(i, f"special token {s!r}")
         if vocab.setdefault(i, s.encode("utf-8")) != s.encode("utf-8"):

@@ -318,7 +318,8 @@ def run_experiment(trainer: str,  # "naive", "incremental" or "hf"
                    timeout: float = 3600,  # seconds before the child is killed
                   ) -> dict:
     "Train once in a fresh Python process; return its stage times, peak RSS, merge count and merge digest."
-    from bpe_nb.chunking import check_int as _check_int, check_special_tokens as _check_special_tokens  # chapter 03's checks
+    from bpe_nb.chunking import check_int as _check_int  # chapter 03's check
+    from bpe_nb.pretokenize import check_special_tokens as _check_special_tokens  # chapter 00's
     from bpe_nb.naive import TrainingRun  # ... and the trainers' (chapter 01)
     if trainer not in TRAINERS: raise ValueError(f"trainer must be one of {TRAINERS}, got {trainer!r}")
     corpus = Path(corpus)

@@ -23,10 +23,10 @@ from typing import BinaryIO, Iterator, NamedTuple
 # %% auto #0
 __all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'TEMP_NAME', 'check_int', 'find_chunk_boundaries', 'last_safe_space', 'Piece',
            'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file',
-           'count_documents', 'open_temp', 'atomic_write', 'check_special_tokens', 'count_file']
+           'count_documents', 'open_temp', 'atomic_write', 'count_file']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
-from .pretokenize import (GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
+from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
                                  check_pattern, compile_pattern, special_pattern)
 from .naive import BPEModel, TrainingRun, ProgressBar, train_naive
 from .incremental import train_incremental
@@ -525,15 +525,6 @@ def atomic_write(path,  # the file to create or replace
     _fsync_dir(directory)
     return path
 
-
-# %% ../nbs/03_parallel_chunking.ipynb #6d2b34cf
-def check_special_tokens(special_tokens) -> tuple[str, ...]:
-    "The special tokens as a tuple, validated."
-    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Iterable):
-        raise TypeError(f"special_tokens must be a sequence of strings, not {special_tokens!r}")
-    specials = tuple(special_tokens)
-    special_pattern(specials)  # raises ValueError for an empty or non-str token
-    return specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #ae5df48f
 class _BackgroundSHA256(threading.Thread):

@@ -24,6 +24,7 @@ from fastcore.basics import patch
 import bpe_nb
 from . import load_speedups
 from .pretokenize import (GPT2_PATTERN, PROVEN_PATTERNS, TokenView, first_uncovered, not_covered_error, check_pattern,
+    check_special_tokens,
     compile_pattern, pretokenize, printable_to_bytes, show_tokens, special_pattern)
 
 # %% ../nbs/04_encoder.ipynb #f00d0002
@@ -130,12 +131,11 @@ def _add_specials(vocab: dict[int, bytes], out: dict[str, int], specials, merges
     if isinstance(specials, (str, bytes)) or not isinstance(specials, (Mapping, Iterable)):
         raise TypeError(f"special_tokens must be a list of str or a dict str -> id, got {specials!r}")
     pairs = list(specials.items()) if isinstance(specials, Mapping) else [(s, None) for s in specials]
+    check_special_tokens([s for s, _ in pairs])  # chapter 00's check: non-empty strings, each once
     by_bytes, added, owner, made = {}, set(), {}, None  # owner: id -> special token; made: the merges' tokens
     for i in sorted(vocab): by_bytes.setdefault(vocab[i], i)
     top = max(vocab)
     for s, i in pairs:
-        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
-        if s in out: raise ValueError(f"special token {s!r} is given twice")
         try: b = s.encode("utf-8")
         except UnicodeEncodeError: raise ValueError(f"special token {s!r} is not valid UTF-8") from None
         if i is None:  # reuse the id of an entry that is neither a single byte nor made by a merge

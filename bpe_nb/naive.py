@@ -21,7 +21,7 @@ from fastcore.basics import patch
 from tqdm import tqdm
 
 # %% ../nbs/01_naive_trainer.ipynb #76ce9bba
-from .pretokenize import bytes_to_unicode, count_pretokens
+from .pretokenize import bytes_to_unicode, check_special_tokens, count_pretokens
 
 # %% ../nbs/01_naive_trainer.ipynb #d881937e
 def merge_pair(symbols: Sequence,  # the symbols of one pre-token (ids or bytes)
@@ -312,13 +312,7 @@ HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).in
 # %% ../nbs/01_naive_trainer.ipynb #d08c21dc
 def _check_run_args(vocab_size, special_tokens, tie_break, min_frequency=0, max_token_length=None) -> tuple[str, ...]:
     "Check the arguments every trainer shares; return the special tokens as a tuple."
-    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Sequence):
-        raise TypeError(f"special_tokens must be a sequence of strings, got {special_tokens!r}")
-    specials = tuple(special_tokens)
-    for s in specials:
-        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
-    dup = [s for s in set(specials) if specials.count(s) > 1]
-    if dup: raise ValueError(f"special token {sorted(dup)[0]!r} is given more than once")
+    specials = check_special_tokens(special_tokens)  # chapter 00's check
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
     if vocab_size < 256 + len(specials):

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 # %% auto #0
 __all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS', 'GPT2_ASCII',
-           'visible', 'compile_pattern', 'pretokenize', 'split_special', 'count_pretokens', 'bytes_to_unicode',
-           'unicode_to_bytes', 'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern',
+           'visible', 'compile_pattern', 'pretokenize', 'check_special_tokens', 'split_special', 'count_pretokens',
+           'bytes_to_unicode', 'unicode_to_bytes', 'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern',
            'bytes_to_printable', 'printable_to_bytes', 'special_pattern', 'TokenView', 'show_tokens']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
@@ -84,6 +84,19 @@ def pretokenize(text: str,  # the text to cut (no special-token handling here)
         found = [m for m in found if m]  # an empty match holds no text
     try: return [m.encode("utf-8") for m in found]
     except UnicodeEncodeError: _check_utf8(text); raise
+
+# %% ../nbs/00_pretokenize.ipynb #cst00002
+def check_special_tokens(special_tokens  # a sequence of non-empty strings, each given once
+                        ) -> tuple[str, ...]:
+    "The special tokens as a tuple; a `TypeError` or `ValueError` naming the first problem."
+    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Iterable):
+        raise TypeError(f"special_tokens must be a sequence of strings, got {special_tokens!r}")
+    specials = tuple(special_tokens)
+    for s in specials:
+        if not isinstance(s, str) or not s: raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
+    dup = sorted(s for s, n in Counter(specials).items() if n > 1)
+    if dup: raise ValueError(f"special token {dup[0]!r} is given more than once")
+    return specials
 
 # %% ../nbs/00_pretokenize.ipynb #e005ca1d
 def split_special(text: str,  # the text to split
@@ -264,9 +277,7 @@ def _special_alternation(toks: set[str]) -> str:
 def special_pattern(special_tokens: tuple[str, ...]  # the special tokens, any order
                    ) -> regex.Pattern | None:
     "A compiled regex of `special_tokens`, the longest first where several match, in one capturing group (`None` if empty)."
-    if any(not isinstance(s, str) or not s for s in special_tokens):
-        raise ValueError(f"special tokens must be non-empty strings, got {special_tokens!r}")
-    if not special_tokens: return None
+    if not check_special_tokens(special_tokens): return None
     return regex.compile("(" + _special_alternation(set(special_tokens)) + ")")
 
 # %% ../nbs/00_pretokenize.ipynb #3196860e

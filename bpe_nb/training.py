@@ -12,10 +12,10 @@ from concurrent.futures import Executor
 __all__ = ['train_bpe', 'train_from_iterator']
 
 # %% ../nbs/03a_training.ipynb #1afb420c
-from .pretokenize import GPT2_PATTERN
+from .pretokenize import GPT2_PATTERN, check_special_tokens
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
-from .chunking import check_special_tokens, count_documents, count_file
+from .chunking import count_documents, count_file
 
 # %% ../nbs/03a_training.ipynb #224df12a
 _TRAINERS = {"incremental": train_incremental, "naive": train_naive}
