@@ -335,7 +335,7 @@ def test_unregistered_special_is_plain_text(gpt2_files, gpt2):
 
 @pytest.mark.parametrize("specials, message", [
     ("<|endoftext|>", "list of str or a dict"),
-    (["<a>", "<a>"], "given twice"),
+    (["<a>", "<a>"], "given more than once"),
     ([""], "non-empty strings"),
     ({"<a>": 5}, "vocab\\[5\\] is b'\\\\x05'"),
     ({"<a>": 300, "<b>": 300}, "share id 300"),
