@@ -21,9 +21,10 @@ from time import perf_counter
 from typing import BinaryIO, Iterator, NamedTuple
 
 # %% auto #0
-__all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'TEMP_NAME', 'check_int', 'find_chunk_boundaries', 'last_safe_space', 'Piece',
-           'read_pieces', 'file_ranges', 'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file',
-           'count_documents', 'open_temp', 'atomic_write', 'count_file']
+__all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'check_int', 'find_chunk_boundaries', 'last_safe_space',
+           'Block', 'read_blocks', 'renamed_block_size', 'read_pieces', 'file_ranges', 'CountProgress',
+           'MissingSpecialTokenWarning', 'count_pretokens_file', 'count_documents', 'open_temp', 'atomic_write',
+           'count_file']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
@@ -153,9 +154,9 @@ def _split_safe(seg: str) -> list[str]:
 
 # %% ../nbs/03_parallel_chunking.ipynb #39483ca4
 class _Tally:
-    "Pre-token counts of many text pieces: distinct space-separated parts first, each part pre-tokenized once."
+    "Pre-token counts of many text blocks: distinct space-separated parts first, each part pre-tokenized once."
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
-                 source: str = "the text"):  # what the pieces come from, for error messages
+                 source: str = "the text"):  # what the blocks come from, for error messages
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
         self.find_ascii = GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
@@ -226,39 +227,39 @@ def _check_errors(errors: str, special_tokens: Sequence[str]):
                          "would depend on how the file is cut; use errors='strict' or a special token without U+FFFD")
 
 def _decode(data: bytes, offset: int, errors: str, path: str) -> str:
-    "Decode a piece that starts at byte `offset` of `path`; invalid UTF-8 is a `ValueError` naming its offset."
+    "Decode a block that starts at byte `offset` of `path`; invalid UTF-8 is a `ValueError` naming its offset."
     try: return data.decode("utf-8", errors)
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: invalid UTF-8 at byte offset {offset + e.start} (byte 0x{data[e.start]:02x}: "
                          f"{e.reason}); pass errors='replace' to read invalid bytes as U+FFFD") from None
 
 # %% ../nbs/03_parallel_chunking.ipynb #a31b4ae6
-class Piece(NamedTuple):
-    "A piece of a file, decoded: it starts and ends at safe cuts."
-    offset: int  # where the piece starts in the file, in bytes
+class Block(NamedTuple):
+    "A block of a file, decoded: it starts and ends at safe cuts."
+    offset: int  # where the block starts in the file, in bytes
     size: int  # its length in bytes
     text: str  # its text
 
 # %% ../nbs/03_parallel_chunking.ipynb #b045b0d0
-def read_pieces(path: str | os.PathLike,  # the UTF-8 text file
+def read_blocks(path: str | os.PathLike,  # the UTF-8 text file
                 start: int,  # first byte: a safe cut (0, or a boundary from `file_ranges`)
                 end: int,  # one past the last byte: a safe cut or the file size
                 special_tokens: Sequence[str],  # special tokens: a cut never falls inside one
                 pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex (a proven one also allows cuts at spaces)
                 *,
                 errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-                piece_size: int = 1 << 20,  # bytes read at a time (a piece is longer only where no cut is safe)
+                block_size: int = 1 << 20,  # bytes read at a time (a block is longer only where no cut is safe)
                 hasher=None,  # e.g. `hashlib.sha256()`: updated with every byte of the range, in order
-               ) -> Iterator[Piece]:
-    "Yield bytes `[start, end)` of `path` as decoded pieces that each end at a safe cut, reading `piece_size` bytes at a time."
+               ) -> Iterator[Block]:
+    "Yield bytes `[start, end)` of `path` as decoded blocks that each end at a safe cut, reading `block_size` bytes at a time."
     _check_errors(errors, special_tokens)  # now, not at the first `next()`
-    return _read_pieces(path, start, end, _Cutter(special_tokens, pattern), errors, piece_size, hasher)
+    return _read_blocks(path, start, end, _Cutter(special_tokens, pattern), errors, block_size, hasher)
 
 
 # %% ../nbs/03_parallel_chunking.ipynb #eb27e423
-def _fill(f: BinaryIO, buf: bytes, done: int, end: int, piece_size: int, grow: bool, hasher, path) -> bytes:
-    "`buf` (which starts at file offset `done`) topped up to `piece_size` bytes, or doubled if `grow`, within the range."
-    want = min(end - done - len(buf), max(piece_size, len(buf)) if grow else piece_size - len(buf))
+def _fill(f: BinaryIO, buf: bytes, done: int, end: int, block_size: int, grow: bool, hasher, path) -> bytes:
+    "`buf` (which starts at file offset `done`) topped up to `block_size` bytes, or doubled if `grow`, within the range."
+    want = min(end - done - len(buf), max(block_size, len(buf)) if grow else block_size - len(buf))
     if want <= 0: return buf
     data = f.read(want)
     if len(data) < want:
@@ -268,14 +269,14 @@ def _fill(f: BinaryIO, buf: bytes, done: int, end: int, piece_size: int, grow: b
     return buf + data
 
 # %% ../nbs/03_parallel_chunking.ipynb #65a7b40f
-def _read_pieces(path, start: int, end: int, cutter: _Cutter, errors: str, piece_size: int, hasher) -> Iterator[Piece]:
-    "The generator behind `read_pieces`."
+def _read_blocks(path, start: int, end: int, cutter: _Cutter, errors: str, block_size: int, hasher) -> Iterator[Block]:
+    "The generator behind `read_blocks`."
     with open(path, "rb") as f:
         f.seek(start)
         done, buf = start, b""  # `done`: file offset of buf[0]; everything before it is yielded
         grow, scanned = False, 0  # `grow`: the last look found no cut; no safe cut lies in buf[1:scanned]
         while done < end:
-            buf = _fill(f, buf, done, end, piece_size, grow, hasher, path)
+            buf = _fill(f, buf, done, end, block_size, grow, hasher, path)
             if done + len(buf) >= end: cut = hi = len(buf)  # the end of the range is a safe cut
             else:
                 hi = len(buf) - cutter.context + 1  # a cut before `hi` has all the bytes it is judged on
@@ -283,7 +284,7 @@ def _read_pieces(path, start: int, end: int, cutter: _Cutter, errors: str, piece
                 if cut <= 0:
                     grow, scanned = True, max(scanned, hi)
                     continue
-            yield Piece(done, cut, _decode(buf[:cut], done, errors, str(path)))
+            yield Block(done, cut, _decode(buf[:cut], done, errors, str(path)))
             done, buf = done + cut, buf[cut:]
             grow, scanned = False, hi - cut  # `cut` was the last safe cut before `hi`
 
@@ -294,17 +295,36 @@ def _count_range(path: str,  # the file (every worker must be able to open it)
                  special_tokens: tuple[str, ...],  # document separators: split on, never counted
                  pattern: str,  # the pre-tokenizer regex
                  errors: str,  # "strict" or "replace"
-                 piece_size: int,  # bytes read at a time
-                 report: Callable[[int], None] | None = None,  # called with the bytes of each piece counted
-                 hasher=None,  # updated with every byte read, in order (see `read_pieces`)
+                 block_size: int,  # bytes read at a time
+                 report: Callable[[int], None] | None = None,  # called with the bytes of each block counted
+                 hasher=None,  # updated with every byte read, in order (see `read_blocks`)
                 ) -> tuple[Counter[bytes], int]:
-    "Count the pre-tokens of bytes `[start, end)` of `path`, reading it in pieces; also return the specials seen."
+    "Count the pre-tokens of bytes `[start, end)` of `path`, reading it in blocks; also return the specials seen."
     tally = _Tally(special_tokens, pattern, source=str(path))
-    for piece in read_pieces(path, start, end, special_tokens, pattern, errors=errors, piece_size=piece_size,
+    for block in read_blocks(path, start, end, special_tokens, pattern, errors=errors, block_size=block_size,
                              hasher=hasher):
-        tally.add(piece.text, piece.offset)
-        if report is not None: report(piece.size)
+        tally.add(block.text, block.offset)
+        if report is not None: report(block.size)
     return tally.result(), tally.specials
+
+# %% ../nbs/03_parallel_chunking.ipynb #495a809c
+def renamed_block_size(block_size: int,  # the `block_size` argument
+                       piece_size: int | None,  # the deprecated `piece_size` argument (None: not given)
+                       stacklevel: int = 3,  # the warning points at the caller of the function that calls this
+                      ) -> int:
+    "`block_size`, or `piece_size` (its old name) with a `DeprecationWarning` if that was given."
+    if piece_size is None: return block_size
+    warnings.warn("piece_size is deprecated: use block_size (a file is read in blocks; a piece is a pre-token)",
+                  DeprecationWarning, stacklevel=stacklevel)
+    return piece_size
+
+Piece = Block  # the old name of `Block`
+
+def read_pieces(*args, piece_size: int | None = None, **kwargs) -> Iterator[Block]:
+    "Deprecated: the old name of `read_blocks` (and of its `block_size`)."
+    warnings.warn("read_pieces is deprecated: use read_blocks", DeprecationWarning, stacklevel=2)
+    if piece_size is not None: kwargs["block_size"] = piece_size
+    return read_blocks(*args, **kwargs)
 
 # %% ../nbs/03_parallel_chunking.ipynb #2bc71d51
 _MAX_CHUNK = 32 << 20  # bytes: ranges are planned no longer than this
@@ -362,11 +382,13 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
                          pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
                          errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
                          progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
-                         piece_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
+                         block_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
                          min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
+                         piece_size: int | None = None,  # deprecated: the old name of `block_size`
                         ) -> Counter[bytes]:
     "Count the pre-tokens of a file in parallel byte ranges, each read streaming; equal to `count_pretokens(whole_text)`, in the same order."
-    return count_file(path, special_tokens, workers, executor, pattern, errors, progress, piece_size, min_chunk_size)[0]
+    block_size = renamed_block_size(block_size, piece_size)
+    return count_file(path, special_tokens, workers, executor, pattern, errors, progress, block_size, min_chunk_size)[0]
 
 # %% ../nbs/03_parallel_chunking.ipynb #0fa49f50
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
@@ -457,7 +479,7 @@ def count_documents(documents: Iterable[str],  # the documents (or batches of th
                     chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
                    ) -> tuple[Counter[bytes], dict]:
     "Count the pre-tokens of documents streamed from any iterable, joined by the first special token; also return a record of the stream."
-    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1)
+    specials = _check_count_args(special_tokens, workers, executor, pattern, "strict", chunk_size, 1, "chunk_size")
     if isinstance(documents, (str, bytes)) or not isinstance(documents, Iterable):
         raise TypeError(f"iterable must be an iterable of str documents, not {type(documents).__name__}")
     update, _, close = _count_reporter(False if progress is None else progress, None, "counting pre-tokens")
@@ -559,7 +581,8 @@ class _BackgroundSHA256(threading.Thread):
         if self.ident is not None: self.join()
 
 # %% ../nbs/03_parallel_chunking.ipynb #dd9f0936
-def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size) -> tuple[str, ...]:
+def _check_count_args(special_tokens, workers, executor, pattern, errors, block_size, min_chunk_size,
+                      size_name: str = "block_size") -> tuple[str, ...]:
     "Check the arguments of a count before any work starts; return the special tokens as a tuple."
     specials = check_special_tokens(special_tokens)
     if workers is not None: check_int("workers", workers)
@@ -567,7 +590,7 @@ def _check_count_args(special_tokens, workers, executor, pattern, errors, piece_
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {executor!r}")
     _check_errors(errors, specials)
     check_pattern(pattern)  # a str that compiles and covers text: refused before any work otherwise
-    check_int("piece_size", piece_size); check_int("min_chunk_size", min_chunk_size)
+    check_int(size_name, block_size); check_int("min_chunk_size", min_chunk_size)
     return specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #d5a58924
@@ -663,19 +686,21 @@ def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must 
                pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
                errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
                progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
-               piece_size: int = 1 << 20,  # bytes a worker reads at a time
+               block_size: int = 1 << 20,  # bytes a worker reads at a time
                min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                desc: str = "counting pre-tokens",  # the progress bar's label
                sha256: bool = False,  # also hash the file (read alongside the workers)
+               piece_size: int | None = None,  # deprecated: the old name of `block_size`
               ) -> tuple[Counter[bytes], dict]:
     "`count_pretokens_file`, also returning a record of the run: bytes, ranges, processes, special tokens found, SHA-256 (if asked), seconds."
-    specials = _check_count_args(special_tokens, workers, executor, pattern, errors, piece_size, min_chunk_size)
+    block_size = renamed_block_size(block_size, piece_size)
+    specials = _check_count_args(special_tokens, workers, executor, pattern, errors, block_size, min_chunk_size)
     path, started = os.path.abspath(os.fspath(path)), perf_counter()
     w = workers or os.cpu_count() or 1
     ranges = file_ranges(path, w, specials, pattern, min_chunk_size)
     size = ranges[-1][1] if ranges else 0
     update, note, close = _count_reporter(progress, size, desc)
-    args, total, n_procs, digest, background = (specials, pattern, errors, piece_size), _Total(), 1, None, None
+    args, total, n_procs, digest, background = (specials, pattern, errors, block_size), _Total(), 1, None, None
     try:
         if executor is None and (w == 1 or len(ranges) <= 1):
             digest = _count_here(path, ranges, args, total, update, hashlib.sha256() if sha256 else None)

@@ -26,7 +26,7 @@ from fastcore.basics import patch
 # %% ../nbs/04a_fast_encoding.ipynb #6217bba1
 from .pretokenize import GPT2_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, compile_pattern, special_pattern
 from .naive import ProgressBar
-from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_pieces
+from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_blocks
 from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_disallowed, replace_surrogates,
                             replay_steps)
 
@@ -706,37 +706,37 @@ def _ids_array(ids: list[int], dtype: str | np.dtype) -> np.ndarray:
 
 # %% ../nbs/04a_fast_encoding.ipynb #b5cc6fa3
 _FILE_MIN_RANGE = 1 << 20  # bytes: `encode_file` does not plan ranges smaller than this
-_FILE_PIECE = 1 << 20  # bytes a worker reads, decodes and encodes at a time
+_FILE_BLOCK = 1 << 20  # bytes a worker reads, decodes and encodes at a time
 
-def _encode_pieces(tok: Tokenizer, path: str, start: int, end: int, dtype: str, errors: str,
-                   piece_size: int) -> Iterator[tuple[int, np.ndarray]]:
-    "The ids of bytes `start:end` of `path`, one array per piece read, each with the piece's size in bytes."
-    for piece in read_pieces(path, start, end, tuple(tok.special_tokens), tok.pattern, errors=errors,
-                             piece_size=piece_size):
-        yield piece.size, _ids_array(tok.encode(piece.text), dtype)
+def _encode_blocks(tok: Tokenizer, path: str, start: int, end: int, dtype: str, errors: str,
+                   block_size: int) -> Iterator[tuple[int, np.ndarray]]:
+    "The ids of bytes `start:end` of `path`, one array per block read, each with the block's size in bytes."
+    for block in read_blocks(path, start, end, tuple(tok.special_tokens), tok.pattern, errors=errors,
+                             block_size=block_size):
+        yield block.size, _ids_array(tok.encode(block.text), dtype)
 
 def _encode_range(tok: Tokenizer | None, path: str, start: int, end: int, dtype: str, errors: str,
-                  piece_size: int) -> np.ndarray:
-    "Encode bytes `start:end` of `path` piece by piece (with the worker's tokenizer when `tok` is None)."
-    arrays = [a for _, a in _encode_pieces(tok or _WORKER_TOKENIZER, path, start, end, dtype, errors, piece_size)]
+                  block_size: int) -> np.ndarray:
+    "Encode bytes `start:end` of `path` block by block (with the worker's tokenizer when `tok` is None)."
+    arrays = [a for _, a in _encode_blocks(tok or _WORKER_TOKENIZER, path, start, end, dtype, errors, block_size)]
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
 
 # %% ../nbs/04a_fast_encoding.ipynb #2cf78728
 def _encoded_chunks(tok: Tokenizer, path: Path, ranges: list, workers: int, dt: np.dtype, progress: bool,
-                    errors: str, piece_size: int) -> Iterator[np.ndarray]:
-    "The id arrays of the byte `ranges` of `path`, in order, from `workers` processes (1: this one, piece by piece)."
+                    errors: str, block_size: int) -> Iterator[np.ndarray]:
+    "The id arrays of the byte `ranges` of `path`, in order, from `workers` processes (1: this one, block by block)."
     bar = ProgressBar(total=ranges[-1][1] if ranges else 0, unit="B", unit_scale=True, desc="encode", disable=not progress)
     try:
         if workers == 1 or len(ranges) <= 1:
             for a, b in ranges:
-                for n, arr in _encode_pieces(tok, str(path), a, b, dt.str, errors, piece_size):
+                for n, arr in _encode_blocks(tok, str(path), a, b, dt.str, errors, block_size):
                     yield arr; bar.update(n)
             return
         from bpe_nb.fast_encoding import _encode_range as work  # by name from the package: the worker imports it
         with _pool(tok, min(workers, len(ranges))) as ex:
             todo, running = iter(ranges), deque()
             def submit(a, b):
-                running.append((b - a, ex.submit(work, None, str(path), a, b, dt.str, errors, piece_size)))
+                running.append((b - a, ex.submit(work, None, str(path), a, b, dt.str, errors, block_size)))
             for a, b in islice(todo, 2 * workers): submit(a, b)  # a bounded window keeps memory flat
             while running:
                 nbytes, fut = running.popleft()
@@ -780,7 +780,7 @@ def _encode_file(tok: Tokenizer, path, out_path, workers, dtype, progress, error
     try:
         with os.fdopen(fd, "wb") as out:
             if npy: out.write(_npy_header(0, dt))
-            for arr in _encoded_chunks(tok, path, ranges, workers, dt, progress, errors, _FILE_PIECE):
+            for arr in _encoded_chunks(tok, path, ranges, workers, dt, progress, errors, _FILE_BLOCK):
                 out.write(arr.tobytes()); total += len(arr)
             if npy: out.seek(0); out.write(_npy_header(total, dt))
         os.replace(tmp_out, out_path)

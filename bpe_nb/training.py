@@ -15,7 +15,7 @@ __all__ = ['train_bpe', 'train_from_iterator']
 from .pretokenize import GPT2_PATTERN, check_special_tokens
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
-from .chunking import count_documents, count_file
+from .chunking import count_documents, count_file, renamed_block_size
 
 # %% ../nbs/03a_training.ipynb #224df12a
 _TRAINERS = {"incremental": train_incremental, "naive": train_naive}
@@ -39,14 +39,16 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
               pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
               errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-              piece_size: int = 1 << 20,  # bytes a counting worker reads at a time
+              block_size: int = 1 << 20,  # bytes a counting worker reads at a time
               min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
               min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
               max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
+              piece_size: int | None = None,  # deprecated: the old name of `block_size`
              ) -> BPEModel:
     "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts."
     specials, limits = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length)
-    counts, record = count_file(path, specials, workers, executor, pattern, errors, progress, piece_size,
+    block_size = renamed_block_size(block_size, piece_size)
+    counts, record = count_file(path, specials, workers, executor, pattern, errors, progress, block_size,
                                 min_chunk_size, sha256=True)
     model = _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
     model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],

@@ -14,8 +14,8 @@ import regex
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import bpe_nb.chunking as chunking
-from bpe_nb.chunking import (CountProgress, MissingSpecialTokenWarning, Piece, _Cutter, _Tally, _count_range,
-                             count_pretokens_file, file_ranges, find_chunk_boundaries, read_pieces)
+from bpe_nb.chunking import (CountProgress, MissingSpecialTokenWarning, Block, _Cutter, _Tally, _count_range,
+                             count_pretokens_file, file_ranges, find_chunk_boundaries, read_blocks)
 from bpe_nb.training import train_bpe
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, PROVEN_PATTERNS, R50K_PATTERN,
@@ -180,7 +180,7 @@ def test_a_file_without_special_tokens_is_cut_and_counted_exactly_under_every_bu
     assert len(ranges) >= 12
     ex = InlineExecutor()
     assert count_pretokens_file(p, [EOT], workers=3, executor=ex, pattern=pattern, min_chunk_size=1 << 12,
-                                piece_size=999) == count_pretokens(text, [], pattern)
+                                block_size=999) == count_pretokens(text, [], pattern)
     assert ex.calls == len(ranges)
 
 
@@ -200,7 +200,7 @@ def test_tally_equals_count_pretokens(texts, pattern, max_parts):
 @pytest.mark.parametrize("workers", [1, 2, 3, 7])
 def test_file_counts_equal_single_process_counts_on_the_sample(workers, tinystories_sample, sample_text):
     expected = count_pretokens(sample_text, [EOT])
-    got = count_pretokens_file(tinystories_sample, [EOT], workers=workers, min_chunk_size=1 << 14, piece_size=1 << 16)
+    got = count_pretokens_file(tinystories_sample, [EOT], workers=workers, min_chunk_size=1 << 14, block_size=1 << 16)
     assert got == expected
     assert list(got) == list(expected)  # the same order: first occurrence in the file
 
@@ -220,7 +220,7 @@ def test_file_counts_keep_first_occurrence_order_when_ranges_finish_out_of_order
     expected = count_pretokens(sample_text, [EOT])
     with ScramblingExecutor(seed) as ex:
         got = count_pretokens_file(tinystories_sample, [EOT], workers=4, executor=ex, min_chunk_size=1 << 14,
-                                   piece_size=1 << 16)
+                                   block_size=1 << 16)
     assert got == expected and list(got) == list(expected)
 
 
@@ -228,13 +228,13 @@ def test_file_counts_keep_first_occurrence_order_when_ranges_finish_out_of_order
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text_st, st.integers(1, 40), st.integers(1, 7), st.integers(1, 9),
        st.sampled_from([[EOT], SPECIALS, []]), st.sampled_from([*BUILTIN, r"\w+|\s+|[^\w\s]+"]))
-def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, piece_size, workers, window, specials, pattern):
-    # Tiny look-ahead windows and tiny pieces put specials and multi-byte characters across every kind of edge.
+def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, block_size, workers, window, specials, pattern):
+    # Tiny look-ahead windows and tiny blocks put specials and multi-byte characters across every kind of edge.
     monkeypatch.setattr(chunking, "_SNAP_WINDOW", window)
     p = tmp_path / "t.txt"; p.write_bytes(text.encode())
     ex = InlineExecutor()
     got = count_pretokens_file(p, specials, workers=workers, executor=ex, pattern=pattern,
-                               piece_size=piece_size, min_chunk_size=1)
+                               block_size=block_size, min_chunk_size=1)
     want = count_pretokens(text, specials, pattern)
     assert got == want and list(got) == list(want)
 
@@ -244,7 +244,7 @@ def test_file_counts_equal_whole_text_counts(tmp_path, monkeypatch, text, piece_
 def test_file_counts_with_a_process_pool(tmp_path, text, workers):
     text = EOT + text + EOT + EOT  # specials at the start, at the end, doubled
     p = tmp_path / "t.txt"; p.write_bytes(text.encode())
-    assert count_pretokens_file(p, [EOT], workers=workers, min_chunk_size=1, piece_size=16) == count_pretokens(text, [EOT])
+    assert count_pretokens_file(p, [EOT], workers=workers, min_chunk_size=1, block_size=16) == count_pretokens(text, [EOT])
 
 
 @no_token_on_purpose
@@ -253,13 +253,13 @@ def test_a_file_without_special_tokens_is_still_cut_and_counted_exactly(tmp_path
     p = tmp_path / "plain.txt"; p.write_text(text, encoding="utf-8")
     ranges = file_ranges(p, 3, [EOT], GPT2_PATTERN, min_chunk_size=1 << 14)
     assert len(ranges) >= 12
-    assert count_pretokens_file(p, [EOT], workers=3, min_chunk_size=1 << 14, piece_size=1000) == count_pretokens(text)
+    assert count_pretokens_file(p, [EOT], workers=3, min_chunk_size=1 << 14, block_size=1000) == count_pretokens(text)
     # An unproven pattern cannot cut such a file: it falls back to one range, and the counts are still exact.
     assert len(file_ranges(p, 3, [EOT], r"\S+|\s+", min_chunk_size=1)) == 1
     assert count_pretokens_file(p, [EOT], workers=3, pattern=r"\S+|\s+", min_chunk_size=1) == count_pretokens(text, [], r"\S+|\s+")
 
 
-def test_workers_read_their_range_in_pieces(tinystories_sample):
+def test_workers_read_their_range_in_blocks(tinystories_sample):
     sizes = []
     size = tinystories_sample.stat().st_size
     _count_range(str(tinystories_sample), 0, size, (EOT,), GPT2_PATTERN, "strict", 4096, sizes.append)
@@ -268,7 +268,7 @@ def test_workers_read_their_range_in_pieces(tinystories_sample):
 
 def test_a_stretch_without_safe_cuts_is_read_in_linear_time(tmp_path, monkeypatch):
     # Unspaced CJK lines and no special token: no safe cut for 300 kB. The buffer must grow geometrically
-    # (a handful of reads, not size / piece_size) and each look must search only the bytes not searched yet.
+    # (a handful of reads, not size / block_size) and each look must search only the bytes not searched yet.
     stretch = ("从前有一只小狗，它叫马克斯。" * 20 + "\n").encode() * 350
     tail = b" and then the story went on." * 20_000
     data = stretch + tail
@@ -280,27 +280,27 @@ def test_a_stretch_without_safe_cuts_is_read_in_linear_time(tmp_path, monkeypatc
         looks.append((max(0, hi - max(lo, 1)), cut))
         return cut
     monkeypatch.setattr(_Cutter, "last", last)
-    piece_size = 1000
-    pieces = list(read_pieces(p, 0, len(data), [EOT], piece_size=piece_size))
-    assert "".join(x.text for x in pieces) == data.decode()
-    assert pieces[0].size >= len(stretch)  # the stretch cannot be cut
+    block_size = 1000
+    blocks = list(read_blocks(p, 0, len(data), [EOT], block_size=block_size))
+    assert "".join(x.text for x in blocks) == data.decode()
+    assert blocks[0].size >= len(stretch)  # the stretch cannot be cut
     searched = sum(n for n, _ in looks)
-    assert searched <= 2 * len(data), (searched, len(data))  # was ~ len(stretch)**2 / (2 * piece_size): 40x more
+    assert searched <= 2 * len(data), (searched, len(data))  # was ~ len(stretch)**2 / (2 * block_size): 40x more
     misses = sum(cut <= 0 for _, cut in looks)
-    assert misses <= 12, misses  # doubling: ~log2(len(stretch) / piece_size) reads found no cut (was ~300)
-    assert pieces[0].size <= 2 * len(stretch)  # the grown buffer is at most twice the stretch
-    assert len(pieces) > 100 and max(x.size for x in pieces[1:]) <= piece_size  # bounded again once cuts are back
+    assert misses <= 12, misses  # doubling: ~log2(len(stretch) / block_size) reads found no cut (was ~300)
+    assert blocks[0].size <= 2 * len(stretch)  # the grown buffer is at most twice the stretch
+    assert len(blocks) > 100 and max(x.size for x in blocks[1:]) <= block_size  # bounded again once cuts are back
 
 
-def test_after_a_long_piece_memory_returns_to_piece_size(tmp_path):
-    # A cut found late in a grown buffer leaves the rest for the next piece; later pieces are bounded again.
+def test_after_a_long_block_memory_returns_to_block_size(tmp_path):
+    # A cut found late in a grown buffer leaves the rest for the next block; later blocks are bounded again.
     data = b"x" * 5000 + b" y" + b"z" * 3000 + b" w" * 4000
     p = tmp_path / "t.txt"; p.write_bytes(data)
-    pieces = list(read_pieces(p, 0, len(data), [EOT], piece_size=100))
-    assert "".join(x.text for x in pieces) == data.decode()
-    assert pieces[0].size == 5000  # up to the only cut, before " y"
-    assert 3002 <= pieces[1].size <= 2 * 3002  # " y" + 3000 z: no cut until " w"; the buffer doubled past it
-    assert max(x.size for x in pieces[2:]) <= 100
+    blocks = list(read_blocks(p, 0, len(data), [EOT], block_size=100))
+    assert "".join(x.text for x in blocks) == data.decode()
+    assert blocks[0].size == 5000  # up to the only cut, before " y"
+    assert 3002 <= blocks[1].size <= 2 * 3002  # " y" + 3000 z: no cut until " w"; the buffer doubled past it
+    assert max(x.size for x in blocks[2:]) <= 100
 
 
 def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
@@ -321,7 +321,7 @@ def test_bad_arguments_name_the_bad_value(tmp_path, tinystories_sample):
     with pytest.raises(TypeError, match="sequence of strings"): count_pretokens_file(tinystories_sample, EOT)
     with pytest.raises(ValueError, match="non-empty"): count_pretokens_file(tinystories_sample, [""])
     with pytest.raises(ValueError, match="'ignore'"): count_pretokens_file(tinystories_sample, errors="ignore")
-    with pytest.raises(ValueError, match="piece_size must be >= 1, got 0"): count_pretokens_file(tinystories_sample, piece_size=0)
+    with pytest.raises(ValueError, match="block_size must be >= 1, got 0"): count_pretokens_file(tinystories_sample, block_size=0)
     with pytest.raises(TypeError, match="progress must be"): count_pretokens_file(tinystories_sample, progress="yes")
 
 
@@ -337,7 +337,7 @@ def test_invalid_utf8_names_the_first_bad_offset(tmp_path, sample_text, workers)
     with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 700000 "):
         count_pretokens_file(p, workers=workers, min_chunk_size=1 << 14)
     p.write_bytes(bad)
-    got = count_pretokens_file(p, workers=workers, errors="replace", min_chunk_size=1 << 14, piece_size=5000)
+    got = count_pretokens_file(p, workers=workers, errors="replace", min_chunk_size=1 << 14, block_size=5000)
     assert got == count_pretokens(bad.decode("utf-8", "replace"), [EOT])
 
 
@@ -345,21 +345,21 @@ def test_replace_with_a_special_token_containing_u_fffd_is_refused(tmp_path):
     # A U+FFFD made from an invalid byte is invisible to the byte-level cuts: counts would depend on the cutting.
     specials = [EOT, "\ufffd" + EOT]
     p = tmp_path / "f.txt"; p.write_bytes((b"story one." + b"\x80" + EOT.encode() + b"story two.") * 4)
-    for kw in (dict(workers=1, piece_size=8), dict(workers=1), dict(workers=3, executor=InlineExecutor(), min_chunk_size=1)):
+    for kw in (dict(workers=1, block_size=8), dict(workers=1), dict(workers=3, executor=InlineExecutor(), min_chunk_size=1)):
         with pytest.raises(ValueError, match="errors='replace' cannot be used with a special token that contains U\\+FFFD"):
             count_pretokens_file(p, specials, errors="replace", **kw)
     with pytest.raises(ValueError, match="U\\+FFFD"): train_bpe(p, 300, specials, errors="replace", progress=False)
-    with pytest.raises(ValueError, match="U\\+FFFD"): read_pieces(p, 0, 10, specials, errors="replace")
-    # strict: a U+FFFD can only be its own three bytes, which the cuts see: exact for every piece size and worker count
+    with pytest.raises(ValueError, match="U\\+FFFD"): read_blocks(p, 0, 10, specials, errors="replace")
+    # strict: a U+FFFD can only be its own three bytes, which the cuts see: exact for every block size and worker count
     text = ("story one.\ufffd" + EOT + "story two. \ufffd\ufffd" + EOT) * 4
     p.write_text(text, encoding="utf-8")
     for ps in (1, 8, 30, 1 << 20):
         for w in (1, 3):
-            assert count_pretokens_file(p, specials, workers=w, executor=InlineExecutor(), piece_size=ps,
+            assert count_pretokens_file(p, specials, workers=w, executor=InlineExecutor(), block_size=ps,
                                         min_chunk_size=1) == count_pretokens(text, specials)
     # replace without such a token stays allowed
     p.write_bytes((b"story one." + b"\x80" + EOT.encode() + b"story two.") * 4)
-    assert count_pretokens_file(p, [EOT], errors="replace", workers=1, piece_size=8) == \
+    assert count_pretokens_file(p, [EOT], errors="replace", workers=1, block_size=8) == \
         count_pretokens(p.read_bytes().decode("utf-8", "replace"), [EOT])
 
 
@@ -463,7 +463,7 @@ def test_dask_executor_gives_the_same_counts_and_model(twice, reference_model, s
     assert _fingerprint(m) == _fingerprint(reference_model)
 
 
-# --- the shared helpers: file_ranges and read_pieces (the encoder cuts files with them too) ----------------------
+# --- the shared helpers: file_ranges and read_blocks (the encoder cuts files with them too) ----------------------
 def test_the_proven_patterns_constant_is_the_one_of_pretokenize():
     assert chunking.PROVEN_PATTERNS is PROVEN_PATTERNS
     assert not hasattr(chunking, "_SPACE_SAFE_PATTERNS")
@@ -472,31 +472,31 @@ def test_the_proven_patterns_constant_is_the_one_of_pretokenize():
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text_st, st.integers(1, 30), st.integers(1, 6), st.sampled_from([[EOT], SPECIALS, []]),
        st.sampled_from([*BUILTIN, r"\S+|\s+"]))
-def test_file_ranges_and_read_pieces_cut_only_where_nothing_changes(tmp_path, text, piece_size, workers, specials, pattern):
+def test_file_ranges_and_read_blocks_cut_only_where_nothing_changes(tmp_path, text, block_size, workers, specials, pattern):
     p = tmp_path / "t.txt"; p.write_bytes(text.encode())
     ranges = file_ranges(p, workers, specials, pattern, min_chunk_size=1)
     data = text.encode()
     bounds = [0] + [b for _, b in ranges]
     assert ranges == list(zip(bounds, bounds[1:])) and bounds[-1] == len(data) and all(a < b for a, b in ranges)
     h = hashlib.sha256()
-    pieces = [x for a, b in ranges for x in read_pieces(p, a, b, specials, pattern, piece_size=piece_size, hasher=h)]
-    assert all(isinstance(x, Piece) for x in pieces)
-    assert "".join(x.text for x in pieces) == text and h.hexdigest() == hashlib.sha256(data).hexdigest()
-    assert [x.offset for x in pieces] == [0, *(x.offset + x.size for x in pieces)][:len(pieces)]
-    assert all(x.size == len(x.text.encode()) > 0 for x in pieces)
-    # not only the counts: the sequence of special tokens and pre-tokens of the pieces is that of the whole text
+    blocks = [x for a, b in ranges for x in read_blocks(p, a, b, specials, pattern, block_size=block_size, hasher=h)]
+    assert all(isinstance(x, Block) for x in blocks)
+    assert "".join(x.text for x in blocks) == text and h.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert [x.offset for x in blocks] == [0, *(x.offset + x.size for x in blocks)][:len(blocks)]
+    assert all(x.size == len(x.text.encode()) > 0 for x in blocks)
+    # not only the counts: the sequence of special tokens and pre-tokens of the blocks is that of the whole text
     sp, rx = chunking.special_pattern(tuple(specials)), chunking.compile_pattern(pattern)
     def sequence(t):
         segs = sp.split(t) if sp is not None else [t]
         return [x for k, seg in enumerate(segs) for x in ([seg] if k % 2 else rx.findall(seg))]
-    assert [t for x in pieces for t in sequence(x.text)] == sequence(text)
+    assert [t for x in blocks for t in sequence(x.text)] == sequence(text)
 
 
-def test_read_pieces_bad_arguments(tmp_path):
+def test_read_blocks_bad_arguments(tmp_path):
     p = tmp_path / "t.txt"; p.write_bytes(b"ok \xff no")
-    with pytest.raises(ValueError, match="errors must be one of"): list(read_pieces(p, 0, 7, [EOT], errors="ignore"))
-    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 3"): list(read_pieces(p, 0, 7, [EOT]))
-    assert "".join(x.text for x in read_pieces(p, 0, 7, [EOT], errors="replace")) == "ok \ufffd no"
+    with pytest.raises(ValueError, match="errors must be one of"): list(read_blocks(p, 0, 7, [EOT], errors="ignore"))
+    with pytest.raises(ValueError, match="invalid UTF-8 at byte offset 3"): list(read_blocks(p, 0, 7, [EOT]))
+    assert "".join(x.text for x in read_blocks(p, 0, 7, [EOT], errors="replace")) == "ok \ufffd no"
     with pytest.raises(ValueError, match="workers must be >= 1"): file_ranges(p, 0, [EOT])
     with pytest.raises(FileNotFoundError, match="nope.txt"): file_ranges(tmp_path / "nope.txt", 2, [EOT])
 
@@ -519,7 +519,7 @@ def test_a_pattern_that_skips_a_character_of_the_file_names_its_byte_offset(tmp_
     at = len(("hello world, " * 2000 + "x").encode())
     with pytest.raises(ValueError) as e:
         count_pretokens_file(p, [], workers=workers, executor=InlineExecutor(), pattern=NO_HEBREW,
-                             min_chunk_size=1000, piece_size=500)
+                             min_chunk_size=1000, block_size=500)
     assert f"'ש' at byte offset {at} of {p}" in str(e.value)
     ok = text.replace("\u05e9", "")
     p.write_text(ok, encoding="utf-8")
@@ -731,7 +731,7 @@ def test_train_from_iterator_checks_before_reading():
                              (dict(vocab_size=1000, trainer="fast"), ValueError, "'fast'"),
                              (dict(vocab_size=1000, tie_break="nope"), ValueError, "'nope'"),
                              (dict(vocab_size=1000, workers=0), ValueError, "workers must be >= 1"),
-                             (dict(vocab_size=1000, chunk_size=0), ValueError, "piece_size must be >= 1"),
+                             (dict(vocab_size=1000, chunk_size=0), ValueError, "chunk_size must be >= 1"),
                              (dict(vocab_size=1000, pattern=r"\w+"), ValueError, "does not cover"),
                              (dict(vocab_size=1000, special_tokens=EOT), TypeError, "sequence of strings")]:
         with pytest.raises(exc, match=re.escape(msg)): train_from_iterator(never(), **kwargs)
@@ -835,3 +835,29 @@ def test_every_fork_of_a_training_run_finds_one_thread(tinystories_sample, tmp_p
     n, kinds = out.stdout.strip().split(" ", 1)
     assert int(n) >= 4  # 2 counting workers, 2 encoding workers
     assert kinds == "[('MainThread',)]", kinds
+
+
+# --- the old names of blocks: `piece` means a pre-token; a file is read in blocks -------------------------------------------
+
+def test_piece_size_is_a_deprecated_alias_of_block_size(tmp_path):
+    "`piece_size=` (and `read_pieces`, `Piece`) still work, warn DeprecationWarning, and give the block_size result."
+    text = "".join(f"story {i} is here.<|endoftext|>" for i in range(300))
+    p = tmp_path / "t.txt"; p.write_text(text)
+    want = count_pretokens_file(p, [EOT], workers=1, block_size=64)
+    with pytest.warns(DeprecationWarning, match="piece_size is deprecated: use block_size"):
+        assert count_pretokens_file(p, [EOT], workers=1, piece_size=64) == want
+    with pytest.warns(DeprecationWarning, match="piece_size is deprecated"):
+        assert chunking.count_file(p, [EOT], workers=1, piece_size=64)[0] == want
+    with pytest.warns(DeprecationWarning, match="piece_size is deprecated"):  # the alias is used: 0 is refused
+        with pytest.raises(ValueError, match="block_size must be >= 1, got 0"): count_pretokens_file(p, piece_size=0)
+    blocks = list(read_blocks(p, 0, len(text), [EOT], block_size=64))
+    assert len(blocks) > 10 and all(isinstance(x, chunking.Piece) for x in blocks) and chunking.Piece is Block
+    with pytest.warns(DeprecationWarning, match="read_pieces is deprecated"):
+        assert list(chunking.read_pieces(p, 0, len(text), [EOT], piece_size=64)) == blocks
+    with pytest.warns(DeprecationWarning, match="piece_size is deprecated"):
+        old = train_bpe(p, 300, [EOT], workers=1, progress=False, piece_size=64)
+    new = train_bpe(p, 300, [EOT], workers=1, progress=False, block_size=64)
+    assert old.merges == new.merges and len(new.merges) == 300 - 257
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name warns nothing
+        count_pretokens_file(p, [EOT], workers=1, block_size=64)

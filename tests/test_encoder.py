@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import bpe_nb.encoder as encoder
 import bpe_nb.fast_encoding as fast  # chapter 04a: the fast paths (load_speedups imports it for users)
-from bpe_nb.chunking import file_ranges, read_pieces
+from bpe_nb.chunking import file_ranges, read_blocks
 from bpe_nb.encoder import (MergeStep, PieceExplanation, Tokenizer, UnknownTokenError, format_explanation,
                             read_gpt2_files, read_gpt2_merges)
 from bpe_nb.fast_encoding import merge_heap as _merge_heap, merge_scan as _merge_scan
@@ -661,8 +661,8 @@ def test_encode_file_without_special_tokens_is_still_cut_and_parallel(gpt2_files
 
 
 def test_encode_file_memory_does_not_grow_with_the_file(gpt2, tmp_path, monkeypatch):
-    "One worker, no special token in the file: traced memory stays near a piece, not the file (it was ~17x the file)."
-    monkeypatch.setattr(fast, "_FILE_PIECE", 1 << 16)
+    "One worker, no special token in the file: traced memory stays near a block, not the file (it was ~17x the file)."
+    monkeypatch.setattr(fast, "_FILE_BLOCK", 1 << 16)
     text = BUNDLED.read_text(encoding="utf-8").replace(EOT, "\n") * 2
     path = tmp_path / "plain.txt"; path.write_text(text, encoding="utf-8")
     gpt2.encode_file(path, tmp_path / "warm.bin", workers=1, progress=False)  # warm the cache first
@@ -679,16 +679,16 @@ def test_encode_file_memory_does_not_grow_with_the_file(gpt2, tmp_path, monkeypa
 @given(st.lists(st.sampled_from(["aa", "a", "b", "ab", "bcd", "<s>", "<s><s>", "x y", " ", "\u00e9", "  z", "\n"]),
                 max_size=60).map("".join),
        st.integers(1, 12), st.integers(1, 9), st.sampled_from([0, 1, 3, 4, 5]))
-def test_file_ranges_and_pieces_encode_exactly(stream_tokenizers, tmp_path_factory, text, workers, piece_size, which):
-    "Encoding the pieces of the planned ranges one by one gives the ids of the whole file, whatever the specials."
+def test_file_ranges_and_blocks_encode_exactly(stream_tokenizers, tmp_path_factory, text, workers, block_size, which):
+    "Encoding the blocks of the planned ranges one by one gives the ids of the whole file, whatever the specials."
     tok = stream_tokenizers[which]  # 3: <s>, <s><s>, aa, ab, bcd (overlapping); 4: cl100k; 5: <s> only
     path = tmp_path_factory.mktemp("cuts") / "t.txt"
     path.write_bytes(text.encode())
     ranges = file_ranges(path, workers, tuple(tok.special_tokens), tok.pattern, min_chunk_size=1)
-    pieces = [x.text for a, b in ranges for x in read_pieces(path, a, b, tuple(tok.special_tokens), tok.pattern,
-                                                              piece_size=piece_size)]
-    assert "".join(pieces) == text
-    assert [i for piece in pieces for i in tok.encode(piece)] == tok.encode(text)
+    blocks = [x.text for a, b in ranges for x in read_blocks(path, a, b, tuple(tok.special_tokens), tok.pattern,
+                                                              block_size=block_size)]
+    assert "".join(blocks) == text
+    assert [i for block in blocks for i in tok.encode(block)] == tok.encode(text)
 
 
 def test_encode_file_with_several_specials(gpt2_two, docs, monkeypatch):
