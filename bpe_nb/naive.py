@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 # %% auto #0
 __all__ = ['TIE_BREAKS', 'HF_BYTE_ORDER', 'merge_pair', 'BPEModel', 'MergeProgress', 'train_naive', 'merge_tree',
-           'draw_merge_tree', 'descending_key', 'EarlyStopWarning', 'TrainingRun', 'check_trainer', 'ProgressBar']
+           'draw_merge_tree', 'check_trainer', 'descending_key', 'EarlyStopWarning', 'TrainingRun', 'ProgressBar']
 
 # %% ../nbs/01_naive_trainer.ipynb #1c29b796
 from fastcore.basics import patch
@@ -134,6 +134,58 @@ def draw_merge_tree(model: BPEModel,  # a trained model
     ax.axis("off")
     return ax
 
+# %% ../nbs/01_naive_trainer.ipynb #4d548e4a
+def _check_corpora(n_random: int,  # how many random corpora after the worked examples
+                   seed: int  # for the random corpora
+                  ) -> list[tuple[str, dict[bytes, int], int]]:
+    "The corpora `check_trainer` uses: `(name, {pre-token: count}, merges to learn)`, worked examples first."
+    out = [('"low lower"', count_pretokens("low lower"), 4),
+           ('"low lower lowest"', count_pretokens("low lower lowest"), 6),
+           ('"ab ab ab"', count_pretokens("ab ab ab"), 2),
+           ('"cab"', {b"cab": 1}, 1),
+           ("Gage's aaabdaaabac", {b"aaabdaaabac": 1}, 3),
+           ("overlapping pairs", {b"xxxxxx": 1, b"xxx": 2}, 3),
+           ('" x!y" (the three rules differ)', {b" x!y": 1}, 1),
+           ('"ab\\nab\\nab" (stops early: no pair left)', count_pretokens("ab\nab\nab"), 10),
+           ("multi-byte characters", count_pretokens("naïve café, 中文 €€ 👍🏽 naïve"), 12),
+           ("an empty table", {}, 3)]
+    rng = random.Random(seed)
+    for k in range(n_random):
+        alphabet = rng.choice([b"ab", b"abc ", b"xy \n", b"\xc3\xa9a\xe2\x82\xac "])
+        counts = {bytes(rng.choices(alphabet, k=rng.randrange(1, 9))): rng.randrange(1, 10)
+                  for _ in range(rng.randrange(1, 7))}
+        out.append((f"random corpus {k} {counts}", counts, rng.randrange(1, 25)))
+    return out
+
+# %% ../nbs/01_naive_trainer.ipynb #d8eb5728
+def check_trainer(fn,  # your trainer: `fn(counts, n, tie_break)` -> the first `n` merges, as `(bytes, bytes)` pairs
+                  tie_breaks: Sequence[str] = TIE_BREAKS,  # the tie rules to check
+                  n_random: int = 200,  # random small corpora, after the chapter's worked examples
+                  seed: int = 0  # for the random corpora
+                 ) -> int:
+    "Compare `fn` with `train_naive` merge by merge; raise `AssertionError` at the first difference, else return the number of checks."
+    for t in tie_breaks:
+        if t not in TIE_BREAKS: raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {t!r}")
+    corpora, checked = _check_corpora(n_random, seed), 0
+    for tie_break in tie_breaks:
+        for name, counts, n in corpora:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", EarlyStopWarning)
+                want = train_naive(counts, 256 + n, tie_break=tie_break, progress=False).merges
+            where = f"on {name}, {n} merges asked, tie_break={tie_break!r}"
+            try: got = [tuple(p) for p in fn(dict(counts), n, tie_break)]
+            except Exception as e: raise AssertionError(f"your trainer raised {type(e).__name__}: {e} ({where})") from e
+            for k, (w, g) in enumerate(zip(want, got)):
+                if w != g: raise AssertionError(f"merge {k} differs {where}: expected {w!r}, got {g!r}")
+            if len(got) != len(want):
+                k = min(len(want), len(got))
+                raise AssertionError(f"{len(got)} merges instead of {len(want)} {where}: " +
+                                     (f"merge {k} should be {want[k]!r}" if k < len(want) else
+                                      f"no pair is left after merge {k - 1}, but you returned {got[k]!r}"))
+            checked += 1
+    print(f"all {checked} checks passed: {len(corpora)} corpora under {len(tie_breaks)} tie rule(s)")
+    return checked
+
 # %% ../nbs/01_naive_trainer.ipynb #d7b26029
 _DESC = {x: 256 - x for x in range(256)}
 
@@ -252,58 +304,6 @@ def model(self: TrainingRun) -> BPEModel:
                       EarlyStopWarning, stacklevel=3)
     merges = [(self.vocab[a], self.vocab[b]) for a, b in self.merges]
     return BPEModel(vocab=vocab, merges=merges, special_tokens=specials, info=info)
-
-# %% ../nbs/01_naive_trainer.ipynb #4d548e4a
-def _check_corpora(n_random: int,  # how many random corpora after the worked examples
-                   seed: int  # for the random corpora
-                  ) -> list[tuple[str, dict[bytes, int], int]]:
-    "The corpora `check_trainer` uses: `(name, {pre-token: count}, merges to learn)`, worked examples first."
-    out = [('"low lower"', count_pretokens("low lower"), 4),
-           ('"low lower lowest"', count_pretokens("low lower lowest"), 6),
-           ('"ab ab ab"', count_pretokens("ab ab ab"), 2),
-           ('"cab"', {b"cab": 1}, 1),
-           ("Gage's aaabdaaabac", {b"aaabdaaabac": 1}, 3),
-           ("overlapping pairs", {b"xxxxxx": 1, b"xxx": 2}, 3),
-           ('" x!y" (the three rules differ)', {b" x!y": 1}, 1),
-           ('"ab\\nab\\nab" (stops early: no pair left)', count_pretokens("ab\nab\nab"), 10),
-           ("multi-byte characters", count_pretokens("naïve café, 中文 €€ 👍🏽 naïve"), 12),
-           ("an empty table", {}, 3)]
-    rng = random.Random(seed)
-    for k in range(n_random):
-        alphabet = rng.choice([b"ab", b"abc ", b"xy \n", b"\xc3\xa9a\xe2\x82\xac "])
-        counts = {bytes(rng.choices(alphabet, k=rng.randrange(1, 9))): rng.randrange(1, 10)
-                  for _ in range(rng.randrange(1, 7))}
-        out.append((f"random corpus {k} {counts}", counts, rng.randrange(1, 25)))
-    return out
-
-# %% ../nbs/01_naive_trainer.ipynb #d8eb5728
-def check_trainer(fn,  # your trainer: `fn(counts, n, tie_break)` -> the first `n` merges, as `(bytes, bytes)` pairs
-                  tie_breaks: Sequence[str] = TIE_BREAKS,  # the tie rules to check
-                  n_random: int = 200,  # random small corpora, after the chapter's worked examples
-                  seed: int = 0  # for the random corpora
-                 ) -> int:
-    "Compare `fn` with `train_naive` merge by merge; raise `AssertionError` at the first difference, else return the number of checks."
-    for t in tie_breaks:
-        if t not in TIE_BREAKS: raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {t!r}")
-    corpora, checked = _check_corpora(n_random, seed), 0
-    for tie_break in tie_breaks:
-        for name, counts, n in corpora:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", EarlyStopWarning)
-                want = train_naive(counts, 256 + n, tie_break=tie_break, progress=False).merges
-            where = f"on {name}, {n} merges asked, tie_break={tie_break!r}"
-            try: got = [tuple(p) for p in fn(dict(counts), n, tie_break)]
-            except Exception as e: raise AssertionError(f"your trainer raised {type(e).__name__}: {e} ({where})") from e
-            for k, (w, g) in enumerate(zip(want, got)):
-                if w != g: raise AssertionError(f"merge {k} differs {where}: expected {w!r}, got {g!r}")
-            if len(got) != len(want):
-                k = min(len(want), len(got))
-                raise AssertionError(f"{len(got)} merges instead of {len(want)} {where}: " +
-                                     (f"merge {k} should be {want[k]!r}" if k < len(want) else
-                                      f"no pair is left after merge {k - 1}, but you returned {got[k]!r}"))
-            checked += 1
-    print(f"all {checked} checks passed: {len(corpora)} corpora under {len(tie_breaks)} tie rule(s)")
-    return checked
 
 # %% ../nbs/01_naive_trainer.ipynb #655f1b4a
 HF_BYTE_ORDER = tuple(sorted(range(256), key=lambda b: bytes_to_unicode()[b]).index(b) for b in range(256))
