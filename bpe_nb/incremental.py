@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['FAST_LOOPS', 'count_pairs', 'pop_best', 'apply_merge', 'update_counts', 'merge_loop', 'train_incremental_simple',
-           'register_merge_loop', 'train_incremental', 'check_apply_merge']
+           'check_apply_merge', 'register_merge_loop', 'train_incremental']
 
 # %% ../nbs/02_incremental_trainer.ipynb #f388a04b
 import random
@@ -127,29 +127,6 @@ def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> 
     merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, words, freq, where))
     return run.model()
 
-# %% ../nbs/02_incremental_trainer.ipynb #94455bd8
-FAST_LOOPS: list[Callable[..., BPEModel]] = []  # faster trainers with `train_incremental_simple`'s signature, registered by later chapters
-
-def register_merge_loop(train: Callable[..., BPEModel]  # a trainer with the signature and results of `train_incremental_simple`
-                       ) -> Callable[..., BPEModel]:
-    "Make `train` the loop `train_incremental` runs (it replaces a loop of the same name registered before); return it."
-    FAST_LOOPS[:] = [f for f in FAST_LOOPS if f.__name__ != train.__name__] + [train]
-    return train
-
-# %% ../nbs/02_incremental_trainer.ipynb #55e9c6b2
-def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
-                      vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                      special_tokens: Sequence[str] = (),  # added after the merges, in this order
-                      tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
-                      progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
-                      min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
-                      max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
-                     ) -> BPEModel:
-    "Learn the merges of `train_incremental_simple` with the loop registered last in `FAST_LOOPS` (the fast merge loop), else with it."
-    load_speedups("incremental")  # imports chapter 02a's module; its fast merge loop registers itself
-    train = FAST_LOOPS[-1] if FAST_LOOPS else train_incremental_simple
-    return train(counts, vocab_size, special_tokens, tie_break, progress, min_frequency, max_token_length)
-
 # %% ../nbs/02_incremental_trainer.ipynb #4651fe43
 def _check_merges(fn: Callable,  # the `apply_merge` under test
                   counts: Mapping[bytes, int],  # a small count table
@@ -201,3 +178,26 @@ def check_apply_merge(fn: Callable,  # your `apply_merge(pair, new, words, freq,
     merges = sum(_check_merges(fn, counts, tie_break) for counts, tie_break in cases)
     if verbose: print(f"{getattr(fn, '__name__', 'fn')}: all {merges} merges on {len(cases)} corpora as expected")
     return merges
+
+# %% ../nbs/02_incremental_trainer.ipynb #94455bd8
+FAST_LOOPS: list[Callable[..., BPEModel]] = []  # faster trainers with `train_incremental_simple`'s signature, registered by later chapters
+
+def register_merge_loop(train: Callable[..., BPEModel]  # a trainer with the signature and results of `train_incremental_simple`
+                       ) -> Callable[..., BPEModel]:
+    "Make `train` the loop `train_incremental` runs (it replaces a loop of the same name registered before); return it."
+    FAST_LOOPS[:] = [f for f in FAST_LOOPS if f.__name__ != train.__name__] + [train]
+    return train
+
+# %% ../nbs/02_incremental_trainer.ipynb #55e9c6b2
+def train_incremental(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
+                      vocab_size: int,  # total size: 256 bytes + merges + special tokens
+                      special_tokens: Sequence[str] = (),  # added after the merges, in this order
+                      tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
+                      progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                      min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
+                      max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
+                     ) -> BPEModel:
+    "Learn the merges of `train_incremental_simple` with the loop registered last in `FAST_LOOPS` (the fast merge loop), else with it."
+    load_speedups("incremental")  # imports chapter 02a's module; its fast merge loop registers itself
+    train = FAST_LOOPS[-1] if FAST_LOOPS else train_incremental_simple
+    return train(counts, vocab_size, special_tokens, tie_break, progress, min_frequency, max_token_length)
