@@ -48,20 +48,22 @@ def encode_pretoken(data: bytes,  # one pre-token's UTF-8 bytes
 
 # %% ../nbs/04_encoder.ipynb #2f3f1611
 class Tokenizer:
-    "A byte-level BPE tokenizer: encode text to ids and decode ids to text with a vocabulary and ordered merges."
+    "A byte-level BPE tokenizer: text to ids and back, with a vocabulary and ordered merges."
     def __init__(self,
-                 vocab: Mapping[int, bytes],  # id -> token bytes; must hold all 256 single bytes (ids may have gaps)
-                 merges: Iterable[tuple[bytes, bytes]],  # in learned order: a merge's position is its priority
-                 special_tokens: Iterable[str] | Mapping[str, int] | None = None,  # list (ids from the vocab, else new) or dict str -> id
+                 vocab: Mapping[int, bytes],  # id -> bytes, all 256 bytes among them (gaps allowed)
+                 merges: Iterable[tuple[bytes, bytes]],  # in learned order (position = priority)
+                 special_tokens: Iterable[str] | Mapping[str, int] | None = None,  # list or dict str -> id
                  pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex used in training
-                 *, cache_size: int = 2**16  # how many distinct pre-tokens the cache of chapter 04a keeps between calls
+                 *, cache_size: int = 2**16  # pre-tokens chapter 04a's cache keeps
                 ):
-        load_speedups("encoder")  # the production track's faster methods (chapter 04a), patched onto this class
-        if not isinstance(vocab, Mapping): raise TypeError(f"vocab must be a dict id -> bytes, got {type(vocab).__name__}")
-        if not isinstance(pattern, str): raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+        load_speedups("encoder")  # chapter 04a's faster methods, patched onto this class
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a dict id -> bytes, got {type(vocab).__name__}")
+        if not isinstance(pattern, str):
+            raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be a non-negative int, got {cache_size!r}")
-        check_pattern(pattern)  # compiles, and covers text (a pattern that skips characters would lose them)
+        check_pattern(pattern)  # compiles, and covers every text (loses no character)
         self.vocab: dict[int, bytes] = _check_vocab(vocab)
         merges = list(merges)  # read twice: for the special tokens' ids and for the tables
         self.special_tokens: dict[str, int] = {}
@@ -75,12 +77,12 @@ class Tokenizer:
         self._find = compile_pattern(pattern).findall
         self._special_rx = special_pattern(tuple(self.special_tokens))
         self._max_special = max(map(len, self.special_tokens), default=0)
-        self._token_ids: dict[bytes, int] | None = None  # bytes -> id, built on first use by `token_to_id`
-        self.info: dict = {}  # a training record, when there is one (`from_model`, the artifacts chapter)
+        self._token_ids: dict[bytes, int] | None = None  # bytes -> id, built by `token_to_id`
+        self.info: dict = {}  # the training record, if any (`from_model`)
         self._prepare()
 
     def _prepare(self):
-        "Build the tables of the speed-ups: chapter 04a replaces this method; plain Python needs nothing more."
+        "Build the speed-ups' tables: chapter 04a replaces this method; plain Python needs none."
 
 # %% ../nbs/04_encoder.ipynb #9de7e69f
 def _merge_tables(vocab: dict[int, bytes], merges: Iterable, out: list) -> tuple[list, dict, list]:

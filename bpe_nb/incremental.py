@@ -95,31 +95,32 @@ def update_counts(delta: Mapping[tuple[int, int], int],  # pair -> count change,
 
 # %% ../nbs/02_incremental_trainer.ipynb #40df9b62
 def merge_loop(run: TrainingRun,  # the run: its planned merges, `key` and `add_merge`
-              pair_counts: dict[tuple[int, int], int],  # the live counts of the initial pairs (updated in place)
-              apply: Callable[[tuple[int, int], int], Mapping[tuple[int, int], int]]  # merges `pair` into `new`; returns the count changes
+              pair_counts: dict[tuple[int, int], int],  # live counts of the initial pairs (updated)
+              apply: Callable[[tuple[int, int], int], Mapping[tuple[int, int], int]]  # (pair, new) -> changes
              ) -> None:
-    "Merge the best pair until the vocabulary is full or no pair is left: pop it, record it, apply it, update the counts."
+    "Pop, record and apply the best pair, update the counts; until the vocab is full or no pair is left."
     key = run.key
     heap = [key(p, c) for p, c in pair_counts.items()]
     heapify(heap)
     while len(run.merges) < run.planned:
         best = pop_best(heap, pair_counts, key)
-        if best is None or run.too_rare(pair_counts[best]): break  # nothing left to merge, or below min_frequency
+        if best is None or run.too_rare(pair_counts[best]): break  # none left, or too rare
         new = run.add_merge(best, pair_counts[best])
         delta = apply(best, new)
-        if run.max_token_length is not None: delta = {p: d for p, d in delta.items() if run.allowed(p)}
+        if run.max_token_length is not None:
+            delta = {p: d for p, d in delta.items() if run.allowed(p)}
         update_counts(delta, pair_counts, heap, key)
 
 # %% ../nbs/02_incremental_trainer.ipynb #f78eeb63
-def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
+def train_incremental_simple(counts: Mapping[bytes, int],  # pre-token bytes -> count
                              vocab_size: int,  # total size: 256 bytes + merges + special tokens
-                             special_tokens: Sequence[str] = (),  # added after the merges, in this order
-                             tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
-                             progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
-                             min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
-                             max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
+                             special_tokens: Sequence[str] = (),  # added after the merges
+                             tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`
+                             progress=None,  # None/True: a bar; False: silent; or a callable
+                             min_frequency: int = 0,  # stop below this count of the best pair
+                             max_token_length: int | None = None,  # HF's length limit, in bytes
                             ) -> BPEModel:
-    "Learn the merges of `train_naive`, updating pair counts incrementally and picking pairs from a lazy heap (the loop as explained)."
+    "The merges of `train_naive`, from live pair counts and a lazy heap (the loop as explained)."
     run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental",
                       min_frequency=min_frequency, max_token_length=max_token_length)
     words, freq = [list(p) for p, _ in run.pretokens], [n for _, n in run.pretokens]

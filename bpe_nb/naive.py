@@ -65,13 +65,13 @@ TIE_BREAKS = ("bytes-greater", "ids-smaller", "hf")
 "The tie-break rules every trainer implements."
 
 # %% ../nbs/01_naive_trainer.ipynb #3eb626a9
-def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
+def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count
                 vocab_size: int,  # total size: 256 bytes + merges + special tokens
                 special_tokens: Sequence[str] = (),  # added after the merges, in this order
-                tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`: "bytes-greater", "ids-smaller", "hf"
-                progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
+                tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`
+                progress=None,  # None/True: a bar; False: silent; or a callable
                 min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
-                max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
+                max_token_length: int | None = None,  # HF's length limit, in bytes
                ) -> BPEModel:
     "Learn BPE merges by recounting every pair at every step: simple, slow, and the reference."
     run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="naive",
@@ -81,7 +81,7 @@ def train_naive(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. f
         pair_counts = defaultdict(int)
         for w, n in words:
             for pair in zip(w, w[1:]): pair_counts[pair] += n
-        pair_counts = {p: n for p, n in pair_counts.items() if run.allowed(p)}  # all, without max_token_length
+        pair_counts = {p: n for p, n in pair_counts.items() if run.allowed(p)}  # HF's length limit
         if not pair_counts: break  # every pre-token is one symbol: nothing left to merge
         top = max(pair_counts.values())
         if run.too_rare(top): break  # below min_frequency

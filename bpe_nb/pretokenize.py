@@ -35,7 +35,16 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 "The GPT-2 pre-tokenizer regex (needs the `regex` package for `\\p{L}` and `\\p{N}`)."
 
 # %% ../nbs/00_pretokenize.ipynb #87da6fb1
-CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+CL100K_PATTERN = "|".join([
+    r"""'(?i:[sdmt]|ll|ve|re)""",        # contractions, in any case
+    r"""[^\r\n\p{L}\p{N}]?+\p{L}++""",   # letters, after at most one other character
+    r"""\p{N}{1,3}+""",                  # digits, three at most
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+""",  # other symbols (a space before), newlines after
+    r"""\s++$""",                        # whitespace at the end of the text
+    r"""\s*[\r\n]""",                    # whitespace up to a newline
+    r"""\s+(?!\S)""",                    # whitespace but its last character before a word
+    r"""\s""",                           # one whitespace character
+])
 "The GPT-4 (`cl100k_base`) pre-tokenizer regex, as tiktoken defines it."
 
 # %% ../nbs/00_pretokenize.ipynb #a5271a7f

@@ -259,3 +259,10 @@ def test_view_shows_every_token(pieces):
 
 def test_visible():
     assert visible(" a\n\tb\r\x00") == "␣a↵→b␍␀" and visible(b"\xff ") == "\\xff␣"
+
+
+def test_cl100k_pattern_is_tiktokens_literal():
+    "CL100K_PATTERN, built from its alternatives on chapter 00's page, is byte for byte the literal tiktoken defines."
+    literal = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+               r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+    assert CL100K_PATTERN == literal
