@@ -737,18 +737,18 @@ def _renew(make_pool: Callable[[], Executor], ex: Executor, pending: dict, ready
     "The pool broke: keep what finished, put each lost task back in `todo` (once), and return a fresh pool."
     procs = list((getattr(ex, "_processes", None) or {}).values())  # CPython's pool: to say how its workers ended
     ex.shutdown(wait=True, cancel_futures=True)  # every future is settled now
-    twice = []
+    twice, now = [], 0  # tasks lost a second time; tasks lost by this pool
     for fut, (i, task) in sorted(pending.items(), key=lambda kv: kv[1][0]):
         error = None if fut.cancelled() else fut.exception()
         if fut.cancelled() or isinstance(error, BrokenExecutor):
             todo[i] = task
             if isinstance(error, BrokenExecutor):
                 if i in lost: twice.append(i)
-                lost.add(i)
+                lost.add(i); now += 1
         elif error is not None: failed[i] = error
         else: ready[i] = fut.result()
     pending.clear()
-    if len(twice) > 1: twice = _alone(make_pool, twice, todo, ready, failed)
+    if twice and now > 1: twice = _alone(make_pool, twice, todo, ready, failed)  # which one kills its worker?
     if twice: raise WorkerLostError(_lost_message(twice[0], describe, procs))
     return make_pool()
 

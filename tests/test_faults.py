@@ -178,7 +178,7 @@ def _kill_a_worker_when_it_appears(killed: list, stop: threading.Event):
     while not stop.is_set():
         children = multiprocessing.active_children()
         if children:
-            time.sleep(0.15)
+            time.sleep(0.05)  # its first task has started
             os.kill(children[0].pid, signal.SIGKILL); killed.append(children[0].pid); return
         time.sleep(0.005)
 
@@ -192,7 +192,7 @@ def _run_with_an_outside_kill(fn):
 
 
 def test_train_bpe_and_encode_file_survive_an_outside_sigkill(tmp_path, sample, tok, renewals, monkeypatch):
-    big = tmp_path / "big.txt"; big.write_text(sample * 4, encoding="utf-8")  # about 4 MB: a run of a few seconds
+    big = tmp_path / "big.txt"; big.write_text(sample * 6, encoding="utf-8")  # about 6 MB: 0.5 s or more of work
     want = train_bpe(big, 400, [EOT], workers=2, progress=False, min_chunk_size=SMALL)
     got, killed = _run_with_an_outside_kill(lambda: train_bpe(big, 400, [EOT], workers=2, progress=False,
                                                               min_chunk_size=SMALL))
@@ -232,3 +232,52 @@ def test_dask_reruns_a_killed_workers_task_with_the_same_counts(corpus, kill_onc
         got = count_pretokens_file(corpus, [EOT], workers=2, executor=client.get_executor(), min_chunk_size=SMALL)
     assert marker.exists()  # a Dask worker died, and Dask ran its task again
     assert got == want and list(got) == list(want)
+
+
+# ------------------------------------------------------------------ which task is blamed (scripted pools, no processes)
+
+
+class _ScriptedPool(chunking.Executor):
+    "A pool that finishes the tasks in `fast` at once and holds the others; when waited on, it breaks if it holds `kill`."
+    def __init__(self, fast, kill, log):
+        self.fast, self.kill, self.held = fast, kill, []
+        log.append(self)
+    def submit(self, fn, /, *args):
+        fut = chunking.Future(); fut.set_running_or_notify_cancel()
+        if args[0] in self.fast: fut.set_result(fn(*args))
+        else: self.held.append((fut, fn, args))
+        return fut
+    def settle(self):
+        broken = any(args[0] == self.kill for _, _, args in self.held)
+        for fut, fn, args in self.held:
+            if broken: fut.set_exception(BrokenProcessPool("a worker died"))
+            else: fut.set_result(fn(*args))
+        self.held = []
+    def shutdown(self, wait=True, cancel_futures=False): self.settle()
+
+
+def _scripted(monkeypatch, scripts):
+    "Pools made in turn from `scripts` [(fast, kill), ...] (then: all fast), waits that settle them."
+    log, it = [], iter(scripts)
+    def make(): return _ScriptedPool(*next(it, (range(100), None)), log)
+    real = chunking.wait
+    def wait(fs, return_when=chunking.FIRST_COMPLETED):
+        for p in log: p.settle()
+        return real(fs, return_when=return_when)
+    monkeypatch.setattr(chunking, "wait", wait)
+    return make, log
+
+
+def test_a_task_lost_twice_beside_a_new_killer_is_not_blamed(monkeypatch):
+    "Task 2 is lost by pool 0 (its own death) and by pool 1, where task 4 (never lost before) kills the worker."
+    make, log = _scripted(monkeypatch, [({0, 1}, 2), (set(), 4)])
+    got = list(chunking.completed_in_order(make, ((abs, k) for k in range(8)), window=3))
+    assert got == [(k, k) for k in range(8)]  # task 2 ran alone (fine), task 4 got its second run: no error
+    assert len(log) >= 4  # pool 0, pool 1, task 2 alone, the fresh pool after them
+
+
+def test_a_task_lost_twice_alone_is_blamed_without_a_third_run(monkeypatch):
+    make, log = _scripted(monkeypatch, [({0, 1}, 2), ({3, 4}, 2)])
+    with pytest.raises(WorkerLostError, match="died twice while running task 2"):
+        list(chunking.completed_in_order(make, ((abs, k) for k in range(8)), window=3))
+    assert len(log) == 2  # no pool was made to run it a third time
