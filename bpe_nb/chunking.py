@@ -5,15 +5,18 @@
 # %% ../nbs/03_parallel_chunking.ipynb #7c6647e1
 from __future__ import annotations
 import hashlib
+import multiprocessing
 import os
 import re
 import secrets
+import signal
 import threading
 import warnings
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, CancelledError, Executor, Future, ProcessPoolExecutor, wait
+from functools import partial
 from itertools import chain, islice
 from math import ceil
 from pathlib import Path
@@ -21,10 +24,10 @@ from time import perf_counter
 from typing import BinaryIO, Iterator, NamedTuple
 
 # %% auto #0
-__all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'check_int', 'find_chunk_boundaries', 'last_safe_space',
-           'Block', 'read_blocks', 'renamed_block_size', 'read_pieces', 'file_ranges', 'CountProgress',
-           'MissingSpecialTokenWarning', 'count_pretokens_file', 'count_documents', 'open_temp', 'atomic_write',
-           'count_file']
+__all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'KILL_WORKER', 'check_int', 'find_chunk_boundaries',
+           'last_safe_space', 'Block', 'read_blocks', 'renamed_block_size', 'read_pieces', 'file_ranges',
+           'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file', 'count_documents', 'open_temp',
+           'atomic_write', 'completed_in_order', 'count_file', 'WorkerLostError']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
@@ -394,14 +397,14 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
                    n_procs: int, executor: Executor | None,
                    on_started: Callable[[], None] | None = None):  # called once the first tasks are submitted
-    "Count the ranges on `executor` (None: a new pool of `n_procs` processes), folding them into `total` in file order."
-    pool = executor if executor is not None else ProcessPoolExecutor(max_workers=n_procs)
+    "Count the ranges on `executor` (None: pools of `n_procs` processes made here), folding them into `total` in file order."
+    pool = executor if executor is not None else partial(ProcessPoolExecutor, max_workers=n_procs)
     def fold(i, result):
         n = ranges[i][1] - ranges[i][0]
         total.add(result, n); update(n)
-    try: _fold_completed(pool, ((_packed, _count_range, path, a, b, *args) for a, b in ranges), fold, 2 * n_procs, on_started)
-    finally:
-        if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+    def describe(i): return f"counting bytes {ranges[i][0]:,}-{ranges[i][1]:,} of {path}"
+    tasks = ((_packed, _count_range, path, a, b, *args) for a, b in ranges)
+    _fold_completed(pool, tasks, fold, 2 * n_procs, on_started, describe)
 
 # %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
 def _stream_chunks(documents: Iterable[str],  # the documents, in order
@@ -459,13 +462,12 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
         for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
             total.add(fn(data, *args), len(data)); update(len(data))
     else:
-        pool = executor if executor is not None else ProcessPoolExecutor(max_workers=w)
+        pool = executor if executor is not None else partial(ProcessPoolExecutor, max_workers=w)
         def fold(i, result):
             n = offsets[i + 1] - offsets[i]
             total.add(result, n); update(n)
-        try: _fold_completed(pool, chain(first, todo), fold, 2 * w)
-        finally:
-            if executor is None: pool.shutdown(wait=True, cancel_futures=True)
+        def describe(i): return f"counting bytes {offsets[i]:,}-{offsets[i + 1]:,} of the joined documents"
+        _fold_completed(pool, chain(first, todo), fold, 2 * w, describe=describe)
     return total, dict(documents=n_docs, corpus_bytes=offsets[-1], corpus_sha256=hasher.hexdigest())
 
 # %% ../nbs/03_parallel_chunking.ipynb #e5cf102b
@@ -594,36 +596,69 @@ def _check_count_args(special_tokens, workers, executor, pattern, errors, block_
     return specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #d5a58924
-def _fold_completed(pool: Executor,  # where the tasks run
-                    tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
-                    fold: Callable[[int, object], None],  # called with (task index, result), in task order
-                    window: int,  # tasks running or waiting to be folded, at most
-                    on_started: Callable[[], None] | None = None):  # called once, after the first tasks are submitted
-    "Run the tasks on `pool`, at most `window` at a time, folding their results in task order; raise the first failure."
-    tasks, pending, ready, failed, n, turn = iter(tasks), {}, {}, {}, 0, 0  # pending: future -> index; ready: index -> result
+def completed_in_order(pool: Executor | Callable[[], Executor],  # an executor (used as is), or a function that makes a fresh process pool
+                       tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
+                       window: int,  # tasks running or waiting to be yielded, at most
+                       on_started: Callable[[], None] | None = None,  # called once, after the first tasks are submitted
+                       describe: Callable[[int], str] | None = None,  # task index -> what it does, for `WorkerLostError`
+                      ) -> Iterator[tuple[int, object]]:
+    "Run the tasks, at most `window` at a time, yielding `(index, result)` in task order; raise the first failure."
+    own = not hasattr(pool, "submit")  # a pool factory: pools are made, shut down and made again here
+    ex = pool() if own else pool
+    tasks, n, turn = iter(tasks), 0, 0
+    pending, ready, failed, todo, lost = {}, {}, {}, {}, set()  # future -> (index, task); index -> result, error, task; indices lost once
     try:
         while True:
-            while len(pending) + len(ready) < window and not failed and (task := next(tasks, None)) is not None:
-                pending[pool.submit(*task)] = n; n += 1
-            if on_started is not None: on_started(); on_started = None  # a new pool's workers exist now
-            if not pending: break
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=pending.__getitem__):
-                i = pending.pop(fut)
-                if fut.cancelled():  # not by this loop (it cancels only after a failure): the range is lost
-                    if not failed or i < min(failed): failed[i] = CancelledError(f"task {i} was cancelled")
-                    continue
-                if fut.exception() is not None:
-                    failed[i] = fut.exception()
-                    for later, j in pending.items():
-                        if j > i: later.cancel()
-                else: ready[i] = fut.result()
             while turn in ready and not (failed and turn > min(failed)):  # the next in line, and those after it
-                fold(turn, ready.pop(turn)); turn += 1
-            done = fut = None  # drop the last references: a folded result can be freed now
+                yield turn, ready.pop(turn); turn += 1
+            while len(pending) + len(ready) + len(todo) < window and not failed and (task := next(tasks, None)) is not None:
+                todo[n] = task; n += 1
+            broken = _submit(ex, todo, pending, failed, own)
+            if on_started is not None: on_started(); on_started = None  # a new pool's workers exist now
+            if not broken:
+                if not pending and not todo: break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                broken = own and any(not f.cancelled() and isinstance(f.exception(), BrokenExecutor) for f in done)
+                if not broken: _settle(done, pending, ready, failed)
+                done = None  # drop the last references: a yielded result can be freed now
+            if broken: ex = _renew(pool, ex, pending, ready, failed, todo, lost, describe)
     finally:
         for fut in pending: fut.cancel()
+        if own: ex.shutdown(wait=True, cancel_futures=True)
     if failed: raise failed[min(failed)]
+
+def _fold_completed(pool, tasks, fold: Callable[[int, object], None], window: int, on_started=None, describe=None):
+    "`completed_in_order`, calling `fold(index, result)` for each result, in task order."
+    for i, result in completed_in_order(pool, tasks, window, on_started, describe): fold(i, result)
+
+# %% ../nbs/03_parallel_chunking.ipynb #65da13f7
+def _send(ex: Executor, i: int, task: tuple) -> Future:
+    "Submit task `i` (through `_task` when the `KILL_WORKER` test hook is set)."
+    return ex.submit(_task, i, *task) if KILL_WORKER in os.environ else ex.submit(*task)
+
+def _submit(ex: Executor, todo: dict, pending: dict, failed: dict, own: bool) -> bool:
+    "Submit the tasks of `todo` in index order, none past a failure; True if our pool is broken (the rest stay in `todo`)."
+    for i in sorted(todo):
+        if failed and i > min(failed): del todo[i]; continue
+        try: fut = _send(ex, i, todo[i])
+        except BrokenExecutor:
+            if own: return True
+            raise
+        pending[fut] = i, todo.pop(i)
+    return False
+
+def _settle(done: set, pending: dict, ready: dict, failed: dict):
+    "Move the finished futures out of `pending`: results to `ready`, failures to `failed` (cancelling later tasks)."
+    for fut in sorted(done, key=lambda f: pending[f][0]):
+        i, _ = pending.pop(fut)
+        if fut.cancelled():  # not by this loop (it cancels only after a failure): the range is lost
+            if not failed or i < min(failed): failed[i] = CancelledError(f"task {i} was cancelled")
+            continue
+        if fut.exception() is not None:
+            failed[i] = fut.exception()
+            for later, (j, _) in pending.items():
+                if j > i: later.cancel()
+        else: ready[i] = fut.result()
 
 # %% ../nbs/03_parallel_chunking.ipynb #6baa48e5
 def _pack(counts: Counter[bytes]) -> tuple[bytes, array, array]:
@@ -716,3 +751,64 @@ def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must 
         close()
     return total.result(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
                                 sha256=digest, seconds=round(perf_counter() - started, 6))
+
+# %% ../nbs/03_parallel_chunking.ipynb #973d86e4
+class WorkerLostError(RuntimeError):
+    "A worker process died twice running the same task: usually the out-of-memory killer (use fewer workers)."
+
+# %% ../nbs/03_parallel_chunking.ipynb #035d8659
+def _renew(make_pool: Callable[[], Executor], ex: Executor, pending: dict, ready: dict, failed: dict, todo: dict,
+           lost: set, describe: Callable[[int], str] | None) -> Executor:
+    "The pool broke: keep what finished, put each lost task back in `todo` (once), and return a fresh pool."
+    procs = list((getattr(ex, "_processes", None) or {}).values())  # CPython's pool: to say how its workers ended
+    ex.shutdown(wait=True, cancel_futures=True)  # every future is settled now
+    twice, now = [], 0  # tasks lost a second time; tasks lost by this pool
+    for fut, (i, task) in sorted(pending.items(), key=lambda kv: kv[1][0]):
+        error = None if fut.cancelled() else fut.exception()
+        if fut.cancelled() or isinstance(error, BrokenExecutor):
+            todo[i] = task
+            if isinstance(error, BrokenExecutor):
+                if i in lost: twice.append(i)
+                lost.add(i); now += 1
+        elif error is not None: failed[i] = error
+        else: ready[i] = fut.result()
+    pending.clear()
+    if twice and now > 1: twice = _alone(make_pool, twice, todo, ready, failed)  # which one kills its worker?
+    if twice: raise WorkerLostError(_lost_message(twice[0], describe, procs))
+    return make_pool()
+
+# %% ../nbs/03_parallel_chunking.ipynb #dac11288
+def _alone(make_pool: Callable[[], Executor], suspects: list[int], todo: dict, ready: dict, failed: dict) -> list[int]:
+    "Run each suspect task alone in a fresh pool, in order, until one kills its worker: `[that index]`, or `[]`."
+    for i in suspects:
+        with make_pool() as ex:
+            fut = _send(ex, i, todo[i])
+            wait([fut])
+        error = fut.exception()
+        if isinstance(error, BrokenExecutor): return [i]
+        del todo[i]
+        if error is None: ready[i] = fut.result()
+        else: failed[i] = error; return []
+    return []
+
+def _lost_message(i: int, describe: Callable[[int], str] | None, procs: list) -> str:
+    "What `WorkerLostError` says: the task, how its worker ended (when known), and what to try."
+    codes = sorted({-p.exitcode for p in procs if p.exitcode is not None and p.exitcode < 0} - {signal.SIGTERM})
+    how = "".join(f" (killed by signal {s}, {signal.Signals(s).name})" for s in codes[:1])
+    return (f"a worker process died twice while {describe(i) if describe else f'running task {i}'}{how}; "
+            "a worker killed by signal 9 was usually out of memory: use fewer workers (or a smaller block_size)")
+
+# %% ../nbs/03_parallel_chunking.ipynb #cf7698fc
+KILL_WORKER = "BPE_NB_KILL_WORKER"
+"Test hook: `INDEX` makes the worker running task INDEX kill itself (SIGKILL) each time; `INDEX:DIR`, the first time only."
+
+def _task(i: int, fn: Callable, *args):
+    "Run `fn(*args)` as task `i` in a worker, where the `KILL_WORKER` test hook acts."
+    index, _, marker_dir = os.environ.get(KILL_WORKER, "").partition(":")
+    if index == str(i) and multiprocessing.parent_process() is not None:  # never the parent process itself
+        first = True
+        if marker_dir:
+            try: os.close(os.open(os.path.join(marker_dir, f"killed-{i}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError: first = False
+        if first: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    return fn(*args)

@@ -31,6 +31,7 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
 from .chunking import open_temp
+from .chunking import WorkerLostError
 from .interop import ENCODINGS
 from .encoder import format_explanation
 from .naive import TIE_BREAKS
@@ -76,6 +77,7 @@ def describe_error(e: BaseException  # an exception raised while running a comma
         return f"{e.strerror}: {names}" if names else e.strerror
     msg = " ".join(str(e).split())
     if isinstance(e, (OSError, ValueError, LookupError, EOFError)): return msg or type(e).__name__
+    if isinstance(e, WorkerLostError): return msg  # a worker died twice on one range: the message says which, and what to try
     return f"unexpected {type(e).__name__}: {msg} (set BPE_NB_TRACEBACK=1 to see the traceback)"
 
 # %% ../nbs/06_cli.ipynb #d6c21037

@@ -678,13 +678,14 @@ def _encode_in_pool(tok: Tokenizer, texts: list[str], n: int, allowed_special, d
                    ) -> list[list[int]]:
     "`encode_batch` of a large batch: contiguous groups encoded by `n` processes, the ids back in order."
     from bpe_nb.fast_encoding import _encode_group as work  # by name from the package, so a worker can find it
+    from bpe_nb.chunking import completed_in_order  # chapter 03: in order, a dead worker's groups run again once
     out, groups = [], _groups(texts, 4 * n)
     firsts = [0, *accumulate(map(len, groups))]  # the index in `texts` of each group's first text
-    with _pool(tok, n) as ex:
-        for f in [ex.submit(work, None, g, allowed_special, disallowed_special, k) for g, k in zip(groups, firsts)]:
-            flat, ends = f.result()
-            flat = flat.tolist()
-            out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
+    tasks = ((work, None, g, allowed_special, disallowed_special, k) for g, k in zip(groups, firsts))
+    def describe(i): return f"encoding texts[{firsts[i]}:{firsts[i + 1]}]"
+    for _, (flat, ends) in completed_in_order(lambda: _pool(tok, n), tasks, 2 * n, describe=describe):
+        flat = flat.tolist()
+        out.extend(flat[a:b] for a, b in zip([0, *ends], ends))
     return out
 
 def _encode_group(tok: Tokenizer | None, texts: list[str], allowed_special, disallowed_special,
@@ -733,15 +734,12 @@ def _encoded_chunks(tok: Tokenizer, path: Path, ranges: list, workers: int, dt: 
                     yield arr; bar.update(n)
             return
         from bpe_nb.fast_encoding import _encode_range as work  # by name from the package: the worker imports it
-        with _pool(tok, min(workers, len(ranges))) as ex:
-            todo, running = iter(ranges), deque()
-            def submit(a, b):
-                running.append((b - a, ex.submit(work, None, str(path), a, b, dt.str, errors, block_size)))
-            for a, b in islice(todo, 2 * workers): submit(a, b)  # a bounded window keeps memory flat
-            while running:
-                nbytes, fut = running.popleft()
-                yield fut.result(); bar.update(nbytes)  # in submission order: the output is in file order
-                for a, b in islice(todo, 1): submit(a, b)
+        from bpe_nb.chunking import completed_in_order  # chapter 03: in order, a dead worker's ranges run again once
+        n = min(workers, len(ranges))
+        tasks = ((work, None, str(path), a, b, dt.str, errors, block_size) for a, b in ranges)
+        def describe(i): return f"encoding bytes {ranges[i][0]:,}-{ranges[i][1]:,} of {path}"
+        for i, arr in completed_in_order(lambda: _pool(tok, n), tasks, 2 * workers, describe=describe):  # a bounded window
+            yield arr; bar.update(ranges[i][1] - ranges[i][0])  # in file order; a lost range is never counted
     finally:
         bar.close()
 
