@@ -571,7 +571,7 @@ def same_words_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_the_parents_peak_stays_within_twice_the_final_counter(same_words_file, workers):
+def test_the_parents_peak_stays_within_three_times_the_final_counter(same_words_file, workers):
     import tracemalloc
     ranges = file_ranges(same_words_file, workers, [EOT], GPT2_PATTERN, min_chunk_size=1 << 14)
     assert len(ranges) >= 8  # keeping every range's counter would need about 8 times the final one
@@ -584,7 +584,8 @@ def test_the_parents_peak_stays_within_twice_the_final_counter(same_words_file, 
         tracemalloc.stop()
     final = _deep_size(counts)
     assert len(counts) > 29_000
-    assert peak <= 2.5 * final, (peak, final, peak / final)  # keeping every range's counter: about 8x
+    # the total, plus up to 2 x workers packed ranges waiting to be folded (1.9-2.2x seen); keeping every range's counter: about 8x
+    assert peak <= 3 * final, (peak, final, peak / final)
 
 
 class CountingExecutor(InlineExecutor):
