@@ -253,4 +253,4 @@ def compare(results: Sequence[VocabAnalysis],  # one analysis per column
                      [f"{sum(c for m, c in r.vocab_lengths.items() if top(m) == n):,}" for r in results]))
     first = max(len(k) for k, _ in rows)
     widths = [max(len(v[j]) for _, v in rows) for j in range(len(results))]
-    return "\n".join(f"{k:<{first}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(vals, widths)) for k, vals in rows)
+    return "\n".join((f"{k:<{first}}  " + "  ".join(f"{v:>{w}}" for v, w in zip(vals, widths))).rstrip() for k, vals in rows)
