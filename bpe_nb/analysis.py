@@ -138,7 +138,7 @@ class VocabAnalysis:
         return Fraction(self.n_tokens, self.n_words) if self.n_words else None
 
     def to_dict(self) -> dict:
-        "Every field, and the two ratios as floats: plain values, ready for `json.dumps`."
+        "Every field, and the two ratios as floats: plain values for `json.dumps` (which writes the histograms' keys as strings)."
         ratios = {k: None if v is None else float(v) for k, v in
                   (("bytes_per_token", self.bytes_per_token), ("tokens_per_word", self.tokens_per_word))}
         return asdict(self) | ratios
