@@ -12,8 +12,8 @@ from fractions import Fraction
 from itertools import chain, islice
 
 # %% auto #0
-__all__ = ['count_words', 'ordinary_ids', 'partial_tokens', 'merge_table', 'replay_rows', 'unreachable_tokens', 'VocabAnalysis',
-           'analyze', 'compare']
+__all__ = ['count_words', 'ordinary_ids', 'partial_tokens', 'merge_table', 'replay_rows', 'unreachable_tokens', 'Ratio',
+           'VocabAnalysis', 'analyze', 'compare']
 
 # %% ../nbs/04c_vocabulary_analysis.ipynb #4cf41ee9
 import codecs
@@ -112,7 +112,15 @@ def unreachable_tokens(tokenizer: Tokenizer  # any tokenizer
     _UNREACHABLE[tokenizer] = tuple(out)
     return out
 
-# %% ../nbs/04c_vocabulary_analysis.ipynb #4c8e8043
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4c58d764
+class Ratio(Fraction):
+    "An exact ratio of two counts (a `Fraction`) that also equals its correctly rounded float."
+    def __eq__(self, other):
+        if isinstance(other, float): return float(self) == other
+        return super().__eq__(other)
+    __hash__ = Fraction.__hash__
+
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4cf761f9
 @dataclass(repr=False)
 class VocabAnalysis:
     "What `analyze` measured: the texts' bytes, words and tokens, the ids never used, the unreachable ones, token lengths."
@@ -128,14 +136,14 @@ class VocabAnalysis:
     token_lengths: dict[int, int]  # length in bytes -> ordinary tokens of that length the texts produced
 
     @property
-    def bytes_per_token(self) -> Fraction | None:
+    def bytes_per_token(self) -> Ratio | None:
         "`n_bytes / n_tokens`, exactly (None without tokens)."
-        return Fraction(self.n_bytes, self.n_tokens) if self.n_tokens else None
+        return Ratio(self.n_bytes, self.n_tokens) if self.n_tokens else None
 
     @property
-    def tokens_per_word(self) -> Fraction | None:
+    def tokens_per_word(self) -> Ratio | None:
         "`n_tokens / n_words`, exactly (None without words)."
-        return Fraction(self.n_tokens, self.n_words) if self.n_words else None
+        return Ratio(self.n_tokens, self.n_words) if self.n_words else None
 
     def to_dict(self) -> dict:
         "Every field, and the two ratios as floats: plain values for `json.dumps` (which writes the histograms' keys as strings)."
@@ -153,7 +161,7 @@ class VocabAnalysis:
         "Print the measures as a table (`compare` of this one analysis)."
         print(compare([self]))
 
-# %% ../nbs/04c_vocabulary_analysis.ipynb #4c949fda
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4c311c14
 _GROUP = 1 << 22  # characters of in-memory texts encoded in one `encode_batch` call
 
 class _Tally:
@@ -188,7 +196,7 @@ def _file_blocks(path: os.PathLike, tally: _Tally) -> Iterator[str]:
             if not data: return
             pos += len(data)
 
-# %% ../nbs/04c_vocabulary_analysis.ipynb #4c5f4d0f
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4ce0dd77
 def analyze(tokenizer: Tokenizer,  # the tokenizer to measure
             texts: str | os.PathLike | Iterable[str | os.PathLike],  # a text, a UTF-8 file, or several (each encoded on its own)
             *, name: str | None = None,  # what reports call the tokenizer (default: its number of ids)
@@ -212,7 +220,7 @@ def analyze(tokenizer: Tokenizer,  # the tokenizer to measure
     encode_group()
     return _result(tokenizer, tally, name)
 
-# %% ../nbs/04c_vocabulary_analysis.ipynb #4c951e1a
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4c664231
 def _result(tokenizer: Tokenizer, tally: _Tally, name: str | None) -> VocabAnalysis:
     "The `VocabAnalysis` of the counts in `tally`."
     ordinary = np.array(ordinary_ids(tokenizer), dtype=np.int64)
@@ -228,7 +236,7 @@ def _result(tokenizer: Tokenizer, tally: _Tally, name: str | None) -> VocabAnaly
         partial=partial_tokens(tokenizer), vocab_lengths=histogram(np.bincount(lengths)),
         token_lengths=histogram(produced))
 
-# %% ../nbs/04c_vocabulary_analysis.ipynb #4c1c7af1
+# %% ../nbs/04c_vocabulary_analysis.ipynb #4c293f02
 def compare(results: Sequence[VocabAnalysis],  # one analysis per column
             longest: int = 16  # vocabulary lengths of this many bytes or more share the last row
            ) -> str:

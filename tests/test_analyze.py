@@ -61,7 +61,7 @@ def test_against_tiktoken_on_openai_encodings(real_pair):
     assert {k: getattr(got, k) for k in want} == want
     assert got.bytes_per_token == Fraction(want["n_bytes"], want["n_tokens"])
     assert got.tokens_per_word == Fraction(want["n_tokens"], want["n_words"])
-    assert isinstance(got.bytes_per_token, Fraction)
+    assert isinstance(got.bytes_per_token, Fraction) and got.bytes_per_token == want["n_bytes"] / want["n_tokens"]
     if reference.name == "o200k_base": assert len(got.unreachable) == 12   # o200k's pre-tokenizer cuts a dozen
 
 
