@@ -205,7 +205,7 @@ def test_special_tokens_follow_encode():
     with pytest.raises(ValueError, match="disallowed"): analyze(tok, text, allowed_special=(), disallowed_special="all")
 
 
-def test_empty_input_and_the_table():
+def test_empty_input_and_the_table(capsys):
     tok = random_tokenizer(random.Random(4), 10, GPT2_PATTERN, False)
     r = analyze(tok, [])
     assert (r.n_tokens, r.bytes_per_token, r.tokens_per_word, len(r.unused)) == (0, None, None, r.n_ordinary)
@@ -213,6 +213,8 @@ def test_empty_input_and_the_table():
     lines = compare([r, analyze(tok, "ab ab", name="x")]).splitlines()
     assert lines[0].split() == ["tokenizer", f"{tok.vocab_size}", "ids", "x"]
     assert all(l == l.rstrip() for l in lines)
+    r.show()
+    assert capsys.readouterr().out == compare([r]) + "\n"
 
 
 def test_top_level_name():
