@@ -7,7 +7,7 @@ __version__ = "0.0.1"
 __all__ = ['train_bpe', 'train_from_iterator', 'count_pretokens_file', 'Tokenizer', 'save', 'load', 'get_encoding',
            'ArtifactError', 'import_gpt2', 'import_hf', 'import_tiktoken', 'export_gpt2', 'export_hf',
            'export_tiktoken', 'count_pretokens', 'GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'train_naive',
-           'BPEModel', 'train_incremental']
+           'BPEModel', 'train_incremental', 'analyze']
 
 # %% ../nbs/index.ipynb #06b451b3
 __doc__ = """Byte-level BPE from zero to a production-grade trainer, as literate notebooks.
@@ -23,9 +23,10 @@ Production (each makes a step fast or safe; users get it by default):
   train_bpe, train_from_iterator     03a training                   bpe_nb.training
   encode_batch, encode_file, ...     04a fast encoding              bpe_nb.fast_encoding
   decode_stream, *_with_offsets     04b offsets, streams, counts   bpe_nb.decoding
+  analyze, compare                   04c vocabulary analysis        bpe_nb.analysis
   save, load, ArtifactError          05 artifacts                   bpe_nb.artifacts
   get_encoding, import_*/export_*    05a interop                    bpe_nb.interop
-Command line: bpe-nb train|encode|decode|inspect|explain|export (chapter 06, bpe_nb.cli).
+Command line: bpe-nb train|encode|decode|inspect|explain|export|analyze (chapter 06, bpe_nb.cli).
 """
 
 # %% ../nbs/index.ipynb #055213ba
@@ -38,11 +39,12 @@ _LAZY = {**dict.fromkeys(["count_pretokens", "GPT2_PATTERN", "CL100K_PATTERN",
          **dict.fromkeys(["train_bpe", "train_from_iterator"], "training"),
          **dict.fromkeys(["save", "load", "ArtifactError"], "artifacts"),
          **dict.fromkeys(["get_encoding", "import_gpt2", "import_hf", "import_tiktoken", "export_gpt2",
-                          "export_hf", "export_tiktoken"], "interop")}
+                          "export_hf", "export_tiktoken"], "interop"),
+         **dict.fromkeys(["analyze"], "analysis")}
 _all_ = ["train_bpe", "train_from_iterator", "count_pretokens_file", "Tokenizer", "save", "load",
          "get_encoding", "ArtifactError", "import_gpt2", "import_hf", "import_tiktoken", "export_gpt2",
          "export_hf", "export_tiktoken", "count_pretokens", "GPT2_PATTERN", "CL100K_PATTERN",
-         "O200K_PATTERN", "train_naive", "BPEModel", "train_incremental"]
+         "O200K_PATTERN", "train_naive", "BPEModel", "train_incremental", "analyze"]
 
 # %% ../nbs/index.ipynb #409e6fbb
 import importlib

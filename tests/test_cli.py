@@ -535,6 +535,7 @@ def test_no_command_overwrites_its_input(trained, tmp_path):
     ("inspect", ["--plot", "PATH", 'pip install "bpe_nb[plot]"', "--encoding", "--ranks", "--trust-pattern"]),
     ("export", ["--format", "--out", "gpt2", "hf", "tiktoken", "--encoding", "--ranks", "--trust-pattern"]),
     ("explain", ["TEXT", "--tokenizer", "--encoding", "cl100k_base", "o200k_base", "--ranks", "--trust-pattern"]),
+    ("analyze", ["FILE", "--tokenizer", "NAME=RANKS", "cl100k_base", "--ranks-dir", "--list", "--json", "--trust-pattern"]),
 ])
 def test_help(command, options):
     out = ok(cli(command, "--help", env={"COLUMNS": "100"}))  # argparse wraps (and may cut words) at COLUMNS
@@ -545,7 +546,7 @@ def test_help(command, options):
 
 def test_top_level_help_and_version():
     out = ok(cli("--help"))
-    for c in ("train", "encode", "decode", "inspect", "export", "explain"): assert c in out
+    for c in ("train", "encode", "decode", "inspect", "export", "explain", "analyze"): assert c in out
     import bpe_nb
     assert ok(cli("--version")).strip() == f"bpe-nb {bpe_nb.__version__}"
 
@@ -698,7 +699,7 @@ def test_cli_reference_documents_every_option():
     # usage lines are wrapped (as a 100-column terminal shows them), and no shown output line is a long scroll
     import re
     blocks = [b for m in md for b in re.findall(r"```text\n(.*?)```", m if isinstance(m, str) else "".join(m), re.S)]
-    assert len(blocks) == 7 and all(b.startswith("usage: bpe-nb") for b in blocks), blocks
+    assert len(blocks) == 8 and all(b.startswith("usage: bpe-nb") for b in blocks), blocks
     assert max(len(l) for b in blocks for l in b.splitlines()) <= 100, blocks
     texts = ["".join(o.get("text", "")) for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
     assert texts and max(len(l) for t in texts for l in t.splitlines()) <= 200, max((len(l), l) for t in texts for l in t.splitlines())
