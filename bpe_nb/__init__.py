@@ -5,9 +5,9 @@ __version__ = "0.0.1"
 
 # %% auto #0
 __all__ = ['train_bpe', 'train_from_iterator', 'count_pretokens_file', 'Tokenizer', 'save', 'load', 'get_encoding',
-           'ArtifactError', 'import_gpt2', 'import_hf', 'import_tiktoken', 'export_gpt2', 'export_hf',
-           'export_tiktoken', 'count_pretokens', 'GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'train_naive',
-           'BPEModel', 'train_incremental', 'analyze']
+           'ArtifactError', 'WorkerLostError', 'import_gpt2', 'import_hf', 'import_tiktoken', 'export_gpt2',
+           'export_hf', 'export_tiktoken', 'count_pretokens', 'GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN',
+           'train_naive', 'BPEModel', 'train_incremental', 'analyze']
 
 # %% ../nbs/index.ipynb #06b451b3
 __doc__ = """Byte-level BPE from zero to a production-grade trainer, as literate notebooks.
@@ -35,14 +35,14 @@ _LAZY = {**dict.fromkeys(["count_pretokens", "GPT2_PATTERN", "CL100K_PATTERN",
          **dict.fromkeys(["train_naive", "BPEModel"], "naive"),
          **dict.fromkeys(["train_incremental"], "incremental"),
          **dict.fromkeys(["Tokenizer"], "encoder"),
-         **dict.fromkeys(["count_pretokens_file"], "chunking"),
+         **dict.fromkeys(["count_pretokens_file", "WorkerLostError"], "chunking"),
          **dict.fromkeys(["train_bpe", "train_from_iterator"], "training"),
          **dict.fromkeys(["save", "load", "ArtifactError"], "artifacts"),
          **dict.fromkeys(["get_encoding", "import_gpt2", "import_hf", "import_tiktoken", "export_gpt2",
                           "export_hf", "export_tiktoken"], "interop"),
          **dict.fromkeys(["analyze"], "analysis")}
 _all_ = ["train_bpe", "train_from_iterator", "count_pretokens_file", "Tokenizer", "save", "load",
-         "get_encoding", "ArtifactError", "import_gpt2", "import_hf", "import_tiktoken", "export_gpt2",
+         "get_encoding", "ArtifactError", "WorkerLostError", "import_gpt2", "import_hf", "import_tiktoken", "export_gpt2",
          "export_hf", "export_tiktoken", "count_pretokens", "GPT2_PATTERN", "CL100K_PATTERN",
          "O200K_PATTERN", "train_naive", "BPEModel", "train_incremental", "analyze"]
 
