@@ -222,7 +222,7 @@ def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> co
     return run.model()
 
 
-# %% ../nbs/02a_fast_merge.ipynb #66318f55
+# %% ../nbs/02a_fast_merge.ipynb #f1957f34
 def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; `pretokens` bytes or tuples of ids
                    ) -> None:
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
