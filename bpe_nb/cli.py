@@ -932,7 +932,7 @@ def cmd_explain(args) -> int:
 def base_from_args(args  # parsed `train` options
                   ):
     "The tokenizer `train --base` names: a path in any of the `TOKENIZER_FORMS`, or an OpenAI encoding's name with --ranks."
-    enc = args.base if args.base in ENCODINGS and not Path(args.base).exists() else None
+    enc = args.base if args.base in ENCODINGS and (args.ranks is not None or not Path(args.base).exists()) else None
     if args.ranks is not None and enc is None:
         raise CLIError(f"--ranks goes with --base NAME, one of OpenAI's encodings ({', '.join(ENCODINGS)})", EXIT_USAGE)
     if enc is not None and args.ranks is None:
