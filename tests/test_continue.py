@@ -157,6 +157,10 @@ def test_an_odd_id_layout_extends_saves_and_loads(tmp_path, tie_break):
     probe = text[:300] + "<pad> cabcab"
     assert loaded.encode(probe) == direct.encode(probe) and loaded.decode(loaded.encode(probe)) == probe
     assert len(loaded.encode(probe)) < len(base.encode(probe))
+    # max_token_length judges tokens by their bytes, not by ids below 256: 2 allows exactly the pairs of single bytes
+    short = quiet(train_from_iterator, [text], base.vocab_size + 8, workers=1, tie_break=tie_break, base=base,
+                  max_token_length=2)
+    assert len(short.merges) > 3 and all(len(a) == len(b) == 1 for a, b in short.merges[3:])
 
 
 def test_gpt2_and_cl100k_extended_save_and_load(gpt2, real_pair, tmp_path):
