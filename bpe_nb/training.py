@@ -26,6 +26,10 @@ from .chunking import count_documents, count_file
 # %% ../nbs/03a_training.ipynb #224df12a
 _TRAINERS = {"incremental": train_incremental, "naive": train_naive}
 
+def _as_base(base):
+    "The tokenizer to continue: `base` itself, or the `Tokenizer` of a `BPEModel` (with its recorded pattern)."
+    return Tokenizer.from_model(base) if isinstance(base, BPEModel) else base
+
 def _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length, base=None,
                     pattern=None) -> tuple[tuple, tuple, dict, str]:
     "Check the training arguments before any counting; return the special tokens, the separators, the limits and the pattern."
@@ -61,9 +65,10 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
               min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
               max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
-              base: Tokenizer | None = None,  # a tokenizer to continue: its merges first, new ones after (see `train_continued`)
+              base: Tokenizer | BPEModel | None = None,  # a tokenizer (or trained model) to continue: its merges first, new ones after
              ) -> BPEModel:
     "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts (after `base`'s, if given)."
+    base = _as_base(base)
     specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
                                                             max_token_length, base, pattern)
     counts, record = count_file(path, separators, workers, executor, pattern, errors, progress, piece_size,
@@ -89,9 +94,10 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
                         chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
                         min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
                         max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
-                        base: Tokenizer | None = None,  # a tokenizer to continue: its merges first, new ones after (see `train_continued`)
+                        base: Tokenizer | BPEModel | None = None,  # a tokenizer (or trained model) to continue: its merges first, new ones after
                        ) -> BPEModel:
     "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
+    base = _as_base(base)
     specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
                                                             max_token_length, base, pattern)
     progress = False if progress is None else progress
@@ -121,7 +127,7 @@ def base_words(base: Tokenizer,  # the tokenizer training continues from
 class ContinuedRun(TrainingRun):
     "A `TrainingRun` that starts where `base` ends: its ids and tokens, each pre-token encoded with its merges."
     def __init__(self,
-                 base: Tokenizer,  # the tokenizer to extend (any `Tokenizer`: trained here, GPT-2, cl100k...)
+                 base: Tokenizer | BPEModel,  # the tokenizer to extend (any `Tokenizer`: trained here, GPT-2, cl100k...), or a trained model
                  counts: Mapping[bytes, int],  # pre-token bytes -> count, counted with `base.pattern`
                  vocab_size: int,  # the whole size: the base's vocab (special tokens too) + new merges + new special tokens
                  special_tokens: Sequence[str] = (),  # those the base lacks get ids after the new merges
@@ -131,7 +137,8 @@ class ContinuedRun(TrainingRun):
                  min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
                  max_token_length: int | None = None,  # HF's token length limit, in bytes (see `allowed`)
                 ):
-        if not isinstance(base, Tokenizer): raise TypeError(f"base must be a bpe_nb Tokenizer, got {type(base).__name__}")
+        base = _as_base(base)
+        if not isinstance(base, Tokenizer): raise TypeError(f"base must be a bpe_nb Tokenizer or BPEModel, got {type(base).__name__}")
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
             raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
         added = tuple(s for s in check_special_tokens(special_tokens) if s not in base.special_tokens)
@@ -199,7 +206,7 @@ def _naive_loop(run: TrainingRun):
         new = run.add_merge(best, top)
         words = [(merge_pair(w, best, new), n) if best[0] in w else (w, n) for w, n in words]
 
-def train_continued(base: Tokenizer,  # the tokenizer to extend
+def train_continued(base: Tokenizer | BPEModel,  # the tokenizer to extend (or a trained model)
                     counts: Mapping[bytes, int],  # pre-token bytes -> count, counted with `base.pattern` (and its special tokens)
                     vocab_size: int,  # the whole size: the base's vocab (special tokens too) + new merges + new special tokens
                     special_tokens: Sequence[str] = (),  # those the base lacks get ids after the new merges
@@ -211,7 +218,7 @@ def train_continued(base: Tokenizer,  # the tokenizer to extend
                    ) -> BPEModel:
     "Continue `base`'s merges on a table of pre-token counts: the base's vocab and merges, then new merges with ids after its largest."
     if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    run = ContinuedRun(base, counts, vocab_size, special_tokens, tie_break, progress, trainer, min_frequency,
+    run = ContinuedRun(_as_base(base), counts, vocab_size, special_tokens, tie_break, progress, trainer, min_frequency,
                        max_token_length)
     (_naive_loop if trainer == "naive" else fast_merge_loop)(run)
     return run.model()

@@ -105,8 +105,7 @@ def test_training_to_v1_then_extending_to_v2_equals_training_to_v2(seed, tie_bre
     opts = dict(tie_break=tie_break, min_frequency=min_frequency, max_token_length=max_token_length)
     v1 = quiet(train_naive, counts, v1_size, specials, progress=False, **opts)
     v2 = quiet(train_naive, counts, v2_size, specials, progress=False, **opts)
-    base = Tokenizer.from_model(v1)
-    for trainer in ("incremental", "naive"):
+    for trainer, base in (("incremental", Tokenizer.from_model(v1)), ("naive", v1)):  # a Tokenizer, or the model itself
         ext = quiet(train_continued, base, counts, v2_size, specials, trainer, progress=False, **opts)
         assert ext.merges == v2.merges, trainer
         assert len(ext.vocab) == len(v2.vocab) and ext.info["stopped_early"] == v2.info["stopped_early"]
