@@ -26,7 +26,7 @@ __all__ = ['PROG', 'EXIT_OK', 'EXIT_FAILURE', 'EXIT_USAGE', 'EXIT_INTERRUPTED', 
            'show_progress', 'bundled_corpus', 'cmd_train', 'add_tokenizer_arguments', 'sniff_tokenizer',
            'read_tokenizer', 'tokenizer_from_args', 'show_line', 'cmd_encode', 'parse_ids', 'ids_file_kind',
            'default_dtype', 'read_id_array', 'cmd_decode', 'require_matplotlib', 'plot_histogram', 'cmd_inspect',
-           'cmd_export', 'cmd_explain', 'tokenizer_from_spec', 'cmd_analyze']
+           'cmd_export', 'cmd_explain', 'base_from_args', 'train_from_base', 'tokenizer_from_spec', 'cmd_analyze']
 
 # %% ../nbs/06_cli.ipynb #21f9cfcc
 import bpe_nb
@@ -302,6 +302,13 @@ def _train_arguments(t: argparse.ArgumentParser):
                         "(HF's max_token_length; default: no limit)")
     t.add_argument("--out", "-o", type=Path, default=Path(DEFAULT_OUT), metavar="PATH",
                    help="the tokenizer file to write, in bpe_nb's native format")
+    t.add_argument("--base", default=None, metavar="TOKENIZER",
+                   help="continue training this tokenizer (see 'train --base' in the docs): a tokenizer in any form "
+                        "'encode -t' reads, or an OpenAI encoding's name with --ranks; --vocab-size counts its whole vocabulary")
+    t.add_argument("--ranks", type=Path, default=None, metavar="FILE",
+                   help="the ranks of --base NAME: OpenAI's NAME.tiktoken file, plain or gzip (nothing is downloaded)")
+    t.add_argument("--trust-pattern", action="store_true",
+                   help="run the --base file's pre-tokenizer regex even if it is not a known one")
 
 # %% ../nbs/06_cli.ipynb #751eb609
 COMPRESSION_SAMPLE_BYTES = 8 << 20
@@ -400,6 +407,7 @@ def _training_record(paths: Sequence[Path]) -> dict:
 @command("train")
 def cmd_train(args) -> int:
     "`bpe-nb train`: check, count, merge, save, then print a summary."
+    if args.base is not None or args.ranks is not None: return train_from_base(args)  # continued training (below)
     specials = _special_tokens(args)
     _check_training_args(args.vocab_size, specials, args.tie_break, args.min_frequency, args.max_token_length)
     corpora = _resolve_corpora(args.corpus)
@@ -920,6 +928,67 @@ def cmd_explain(args) -> int:
     text = args.text if args.text is not None else "".join(read_lines("-"))
     out = format_explanation(tok.explain(text))
     print(out, end="" if out.endswith("\n") else "\n")
+    return EXIT_OK
+
+# %% ../nbs/06_cli.ipynb #739bc31e
+def base_from_args(args  # parsed `train` options
+                  ):
+    "The tokenizer `train --base` names: a path in any of the `TOKENIZER_FORMS`, or an OpenAI encoding's name with --ranks."
+    enc = args.base if args.base in ENCODINGS and (args.ranks is not None or not Path(args.base).exists()) else None
+    if args.ranks is not None and enc is None:
+        raise CLIError(f"--ranks goes with --base NAME, one of OpenAI's encodings ({', '.join(ENCODINGS)})", EXIT_USAGE)
+    if enc is not None and args.ranks is None:
+        raise CLIError(f"--base {enc} needs --ranks FILE, the encoding's ranks ({enc}.tiktoken, plain or gzip)", EXIT_USAGE)
+    opts = argparse.Namespace(tokenizer=None if enc else Path(args.base), encoding=enc, ranks=args.ranks,
+                              trust_pattern=args.trust_pattern)
+    return tokenizer_from_args(opts)[1]
+
+# %% ../nbs/06_cli.ipynb #103923c9
+def train_from_base(args  # parsed `train` options with --base
+                   ) -> int:
+    "`bpe-nb train --base`: count with the base's pattern and special tokens, continue its merges, save, summarize."
+    if args.base is None: raise CLIError("--ranks goes with --base NAME (see 'bpe-nb train --help')", EXIT_USAGE)
+    from bpe_nb.training import ContinuedRun, train_continued
+    from bpe_nb.naive import EarlyStopWarning
+    from bpe_nb.artifacts import save, load
+    from bpe_nb.chunking import count_pretokens_file, MissingSpecialTokenWarning
+    specials, base = _special_tokens(args), base_from_args(args)
+    limits = dict(min_frequency=args.min_frequency, max_token_length=args.max_token_length)
+    try: ContinuedRun(base, {}, args.vocab_size, specials, args.tie_break, False, **limits)  # its checks, before any reading
+    except (ValueError, TypeError) as e: raise CLIError(f"{e} (see 'bpe-nb train --help')", EXIT_USAGE) from None
+    corpora = _resolve_corpora(args.corpus)
+    out = check_not_input(check_output_path(args.out, "tokenizer"), [("corpus", p) for p in corpora], "tokenizer")
+    bars, times, counts, t = show_progress(args.quiet), {}, Counter(), perf_counter()
+    with warnings.catch_warnings():  # the base's special tokens need not occur in the corpus
+        warnings.simplefilter("ignore", MissingSpecialTokenWarning)
+        for p in corpora:
+            counts.update(count_pretokens_file(p, specials + tuple(s for s in base.special_tokens if s not in specials),
+                                               workers=args.workers, progress=bars, pattern=base.pattern))
+    times["count"], t = perf_counter() - t, perf_counter()
+    with warnings.catch_warnings():  # an early stop is reported in the summary, not as a warning
+        warnings.simplefilter("ignore", EarlyStopWarning)
+        model = train_continued(base, counts, args.vocab_size, specials, args.trainer, args.tie_break, bars, **limits)
+    model.info["pattern"] = base.pattern
+    times["merge"], t = perf_counter() - t, perf_counter()
+    save(model, out, training=_training_record(corpora))
+    times["save"], t = perf_counter() - t, perf_counter()
+    tok, n_bytes, n_base, n_new = load(out, trust_pattern=args.trust_pattern), 0, 0, 0
+    for text in _compression_sample(corpora, COMPRESSION_SAMPLE_BYTES):
+        n_bytes += len(text.encode("utf-8")); n_base += len(base.encode(text)); n_new += len(tok.encode(text))
+    times["compression"] = perf_counter() - t
+    info, size = model.info, sum(p.stat().st_size for p in corpora)
+    print(f"base:           {args.base} ({base.vocab_size:,} ids, {_plural(len(base.merges), 'merge')}, "
+          f"{_plural(len(base.special_tokens), 'special token')})")
+    print(f"corpus:         {', '.join(map(str, corpora))} ({size:,} bytes, {sum(counts.values()):,} pre-tokens, "
+          f"{len(counts):,} distinct)")
+    print(f"new merges:     {info['merges_learned']:,} learned of {info['merges_planned']:,} planned"
+          + (f" (stopped early: {info['stop_reason']})" if info["stopped_early"] else ""))
+    print(f"vocab size:     {len(model.vocab):,} = the base's {base.vocab_size:,} + {_plural(info['merges_learned'], 'new merge')} + "
+          f"{_plural(len(model.special_tokens) - len(base.special_tokens), 'new special token')}; new ids from {max(base.vocab) + 1:,}")
+    print("time:           " + " | ".join(f"{k} {v:.2f} s" for k, v in times.items()))
+    if n_new: print(f"compression:    {n_bytes / n_base:.2f} -> {n_bytes / n_new:.2f} bytes per token on {n_bytes:,} bytes "
+                    f"({n_base:,} -> {n_new:,} tokens, {1 - n_new / n_base:.1%} fewer)")
+    print(f"saved:          {out}")
     return EXIT_OK
 
 # %% ../nbs/06_cli.ipynb #c6fdd9e1

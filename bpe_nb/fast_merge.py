@@ -8,23 +8,23 @@ import gc
 from array import array
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from operator import neg
 
 # %% auto #0
-__all__ = ['train_incremental_fast']
+__all__ = ['train_incremental_fast', 'fast_merge_loop']
 
 # %% ../nbs/02a_fast_merge.ipynb #53f815fb
 import numpy as np
 
 # %% ../nbs/02a_fast_merge.ipynb #e80115f9
 from .naive import BPEModel, TrainingRun
-from .incremental import merge_loop, register_merge_loop, train_incremental_simple
+from .incremental import apply_merge, count_pairs, merge_loop, register_merge_loop, train_incremental_simple
 
 # %% ../nbs/02a_fast_merge.ipynb #74511be6
 _SEP, _DEAD = -1, -2  # the symbol between two pre-tokens; a position merged into its left neighbour
 
-def _flatten(words: Sequence[bytes]  # each pre-token's bytes
+def _flatten(words: Sequence[bytes | Sequence[int]]  # each pre-token's bytes (or its ids, in a run continued from a tokenizer)
             ) -> tuple[np.ndarray, np.ndarray]:
     "All pre-tokens in one array, a separator before each and after the last: `(sym, pre-token of each position)`."
     lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
@@ -32,7 +32,8 @@ def _flatten(words: Sequence[bytes]  # each pre-token's bytes
     sym = np.full(n, _SEP, dtype=np.int32)
     inside = np.ones(n, dtype=bool)
     inside[0] = False; inside[np.cumsum(lens + 1)] = False  # the separators
-    sym[inside] = np.frombuffer(b"".join(words), dtype=np.uint8)
+    if not words or isinstance(words[0], bytes): sym[inside] = np.frombuffer(b"".join(words), dtype=np.uint8)
+    else: sym[inside] = np.fromiter(chain.from_iterable(words), dtype=np.int32, count=int(lens.sum()))
     wid = np.repeat(np.arange(-1, len(words), dtype=np.int32), np.r_[1, lens + 1])
     return sym, wid
 
@@ -49,18 +50,21 @@ def _runs(keys: np.ndarray  # one key per item
     return order, k[starts], starts
 
 # %% ../nbs/02a_fast_merge.ipynb #42ad6ffe
-def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten` (every one a byte)
+def _pair_index(sym: np.ndarray,  # the symbols, from `_flatten`
                 w: np.ndarray  # the count of each position's pre-token
                ) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], np.ndarray]]:
     "`count_pairs` on the flat array: `(pair_counts, where)`, where `where[pair]` is an array of positions."
     p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(np.int32)
-    keys = (sym[p] << 8 | sym[p + 1]).astype(np.uint16)  # symbols are bytes here
+    shift = 8 if sym.max(initial=0) < 256 else 32  # bytes: 16-bit keys (a radix sort); else 64-bit ones
+    if shift == 8: keys = (sym[p] << 8 | sym[p + 1]).astype(np.uint16)
+    else: keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
     order, distinct, starts = _runs(keys)
     n = len(keys); del keys  # the temporaries go as soon as they are used: this is the run's memory peak
     p = p[order]
     counts = np.add.reduceat(w[p], starts).tolist() if n else []
     del order
-    pairs = [(k >> 8, k & 0xFF) for k in distinct.tolist()]
+    low = (1 << shift) - 1
+    pairs = [(k >> shift, k & low) for k in distinct.tolist()]
     bounds = starts.tolist() + [n]
     where = {pair: p[lo:hi] for pair, lo, hi in zip(pairs, bounds, bounds[1:])}
     return dict(zip(pairs, counts)), where
@@ -179,6 +183,22 @@ def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
                 and symbols * max(counts.values(), default=0) < 2**63)  # a pair count is at most that product
     except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
+def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples of ids
+              ) -> None:
+    "`merge_loop` on the flat arrays: each merge goes to `_apply_merge_small` or `_apply_merge_flat`."
+    sym, wid = _flatten([p for p, _ in run.pretokens])
+    sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
+    w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])
+    run.pretokens = None; del wid  # the arrays hold them now
+    (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
+    pair_counts, where = _pair_index(sym, w)
+    if run.max_token_length is not None:  # pairs of bytes are always allowed; a continued run's may not be
+        pair_counts = {p: c for p, c in pair_counts.items() if run.allowed(p)}
+    def apply(pair, new):
+        if len(where[pair]) <= _SMALL_MERGE: return _apply_merge_small(pair, new, sym_a, nxt_a, prv_a, w_a, where)
+        return _apply_merge_flat(pair, new, sym, nxt, prv, w, where)
+    merge_loop(run, pair_counts, apply)
+
 def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                            vocab_size: int,  # total size: 256 bytes + merges + special tokens
                            special_tokens: Sequence[str] = (),  # added after the merges, in this order
@@ -196,20 +216,29 @@ def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> co
     try:
         run = TrainingRun(counts, vocab_size, special_tokens, tie_break, progress, trainer="incremental",
                           min_frequency=min_frequency, max_token_length=max_token_length)
-        sym, wid = _flatten([p for p, _ in run.pretokens])
-        sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
-        w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])
-        run.pretokens = None; del wid  # the arrays hold them now
-        (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
-        pair_counts, where = _pair_index(sym, w)
-        def apply(pair, new):
-            if len(where[pair]) <= _SMALL_MERGE: return _apply_merge_small(pair, new, sym_a, nxt_a, prv_a, w_a, where)
-            return _apply_merge_flat(pair, new, sym, nxt, prv, w, where)
-        merge_loop(run, pair_counts, apply)
-        del sym, nxt, prv, w, sym_a, nxt_a, prv_a, w_a, where, pair_counts, apply  # freed while the collector is off
+        _flat_loop(run)
     finally:
         if enabled: gc.enable()
     return run.model()
+
+
+# %% ../nbs/02a_fast_merge.ipynb #f1957f34
+def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; `pretokens` bytes or tuples of ids
+                   ) -> None:
+    "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
+    words = run.pretokens
+    symbols = sum(len(p) for p, _ in words)
+    if (len(run.vocab) + run.planned > _FLAT_MAX or symbols + len(words) >= _FLAT_MAX
+            or symbols * max((n for _, n in words), default=0) >= 2**63):  # as `_fits_flat`
+        ws, freq = [list(p) for p, _ in words], [n for _, n in words]
+        pair_counts, where = count_pairs(ws, freq)
+        pair_counts = {p: c for p, c in pair_counts.items() if run.allowed(p)}
+        merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, ws, freq, where)); return
+    enabled = gc.isenabled()
+    gc.disable()
+    try: _flat_loop(run)
+    finally:
+        if enabled: gc.enable()
 
 # %% ../nbs/02a_fast_merge.ipynb #9a2ecd62
 register_merge_loop(train_incremental_fast);
