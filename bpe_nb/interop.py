@@ -14,15 +14,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['MAX_RANKS_BYTES', 'MAX_RANKS', 'MAX_RANK_TOKEN_BYTES', 'MAX_LONG_TOKENS_BYTES', 'ENCODINGS', 'import_gpt2',
-           'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks', 'export_tiktoken',
-           'read_ranks', 'tiktoken_encoding', 'import_tiktoken', 'get_encoding']
+__all__ = ['MAX_RANKS_BYTES', 'MAX_RANKS', 'MAX_RANK_TOKEN_BYTES', 'MAX_LONG_TOKENS_BYTES', 'ENCODINGS', 'MAX_TEKKEN_BYTES',
+           'import_gpt2', 'export_gpt2', 'hf_spelling', 'hf_document', 'export_hf', 'import_hf', 'tiktoken_ranks',
+           'export_tiktoken', 'read_ranks', 'tiktoken_encoding', 'RanksTokenizer', 'import_tiktoken', 'get_encoding',
+           'read_tekken']
 
 # %% ../nbs/05a_interop.ipynb #1b20cd7b
 import regex
 
 # %% ../nbs/05a_interop.ipynb #044ddf87
-from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, bytes_to_printable, check_pattern, compile_pattern,
+from . import load_speedups
+from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS, bytes_to_printable, check_special_tokens,
+    special_pattern, check_pattern, compile_pattern,
     printable_to_bytes)
 from .naive import BPEModel
 from .encoder import GPT2FileError, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges
@@ -489,12 +492,71 @@ def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: t
     return list(split.values())
 
 
+# %% ../nbs/05a_interop.ipynb #45c9c055
+def _split_table(ranks: dict[bytes, int], ids: dict[bytes, int]) -> tuple[list[int], dict[tuple[int, int], int]]:
+    "`(merged, pair ranks)` for tiktoken's rule: the multi-byte tokens' ids in rank order, and every split of one into two tokens -> its index there."
+    merged, table, get = [], {}, ids.get
+    for tok in sorted((b for b in ranks if len(b) > 1), key=ranks.__getitem__):
+        k = len(merged); merged.append(ids[tok])
+        for i in range(1, len(tok)):
+            a = get(tok[:i])
+            if a is not None and (b := get(tok[i:])) is not None: table[a, b] = k
+    return merged, table
+
+# %% ../nbs/05a_interop.ipynb #93772f33
+class RanksTokenizer(Tokenizer):
+    "A `Tokenizer` of tiktoken ranks that encodes by tiktoken's rule (lowest-ranked concatenation first); merges recovered on demand."
+    def __init__(self, ranks: dict[bytes, int],  # token bytes -> rank (tiktoken's `mergeable_ranks`)
+                 special_tokens: dict[str, int],  # special token -> id
+                 pattern: str,  # the pre-tokenizer regex
+                 offset: int = 0,  # id = rank + offset
+                 *, cache_size: int = 2**16,  # as `Tokenizer`'s
+                 path=None  # the file the ranks came from (named in errors)
+                ):
+        load_speedups("encoder")
+        check_pattern(pattern)
+        self._rank_of, self._offset, self._path, self._merges = ranks, offset, path, None
+        self.vocab = {r + offset: b for b, r in ranks.items()}
+        ids = {b: r + offset for b, r in ranks.items()}
+        missing = [x for x in range(256) if SINGLE_BYTES[x] not in ids]
+        if missing: raise ValueError(f"the vocab lacks {len(missing)} single byte(s), e.g. {SINGLE_BYTES[missing[0]]!r}: a byte-level vocab needs all 256")
+        self.byte_ids = [ids[b] for b in SINGLE_BYTES]
+        self.merged, self.ranks = _split_table(ranks, ids)
+        check_special_tokens(list(special_tokens))
+        self.special_tokens, self._added = dict(special_tokens), set()
+        for s, i in self.special_tokens.items():
+            check_id(i, f"special token {s!r}")
+            if i in self.vocab: raise ValueError(f"special token {s!r} has id {i}, which is the token {self.vocab[i]!r}: a special token needs an id of its own")
+            self.vocab[i] = s.encode("utf-8"); self._added.add(i)
+        self.pattern, self._cache_size, self.info = pattern, cache_size, {}
+        self._check_cover = pattern not in PROVEN_PATTERNS
+        self._find = compile_pattern(pattern).findall
+        self._special_rx = special_pattern(tuple(self.special_tokens))
+        self._max_special = max(map(len, self.special_tokens), default=0)
+        self._token_ids = None
+        self._prepare()
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        "The merges tiktoken's ranks imply (recovered on first use); an `ArtifactError` if no merge list gives tiktoken's ids."
+        if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, lambda problem: ArtifactError(self._path, problem))
+        return self._merges
+
+    def __reduce__(self):  # pickled as its ranks: a worker rebuilds the same tables
+        specials = {s: i for s, i in self.special_tokens.items()}
+        return (RanksTokenizer._rebuild, (self._rank_of, specials, self.pattern, self._offset, self._cache_size), {"info": self.info})
+
+    @staticmethod
+    def _rebuild(ranks, specials, pattern, offset, cache_size):
+        return RanksTokenizer(ranks, specials, pattern, offset, cache_size=cache_size)
+
 # %% ../nbs/05a_interop.ipynb #5c0af033
-def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path) -> Tokenizer:
+def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,
+                     offset: int = 0  # id = rank + offset (Tekken puts its special tokens below the ranks)
+                    ) -> Tokenizer:
     "The `Tokenizer` of tiktoken ranks (ids = ranks, gaps and all), special tokens and a pattern; problems blame `path`."
-    merges = _merges_from_ranks(ranks, lambda problem: ArtifactError(path, problem))
     try:
-        with gc_paused(): return Tokenizer({r: b for b, r in ranks.items()}, merges, specials, pattern=pattern)
+        with gc_paused(): return RanksTokenizer(ranks, specials, pattern, offset, path=path)
     except (ValueError, TypeError) as e: raise ArtifactError(path, f"is not a usable tokenizer: {e}") from e
 
 def import_tiktoken(path,  # a directory written by `export_tiktoken`, or its NAME.tiktoken or NAME.json
@@ -523,11 +585,100 @@ ENCODINGS: dict[str, dict] = {
 
 
 # %% ../nbs/05a_interop.ipynb #722b33c9
-def get_encoding(name: str,  # "gpt2", "r50k_base", "p50k_base", "cl100k_base" or "o200k_base"
-                 ranks_path  # the encoding's ranks: a local `NAME.tiktoken` file, plain or gzip (nothing is downloaded)
+def get_encoding(name: str,  # a name of `ENCODINGS`: "cl100k_base", "o200k_base", ..., "llama3", "llama4", "tekken"
+                 path  # the encoding's file on disk: `NAME.tiktoken` (plain or gzip), Llama's `tokenizer.model`, `tekken.json`
                 ) -> Tokenizer:
-    "The tokenizer of one of OpenAI's encodings: its pattern and special tokens built in, its ranks read from `ranks_path`."
+    "The tokenizer of a known encoding: its pattern and special tokens built in, its ranks read from `path` (nothing is downloaded)."
     if name not in ENCODINGS: raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
-    enc = ENCODINGS[name]
-    return _ranks_tokenizer(read_ranks(ranks_path), dict(enc["special_tokens"]), enc["pattern"], Path(ranks_path))
+    enc, path, offset = ENCODINGS[name], Path(path), 0
+    if enc.get("file") == "tekken": ranks, specials, pattern, offset = read_tekken(path)
+    else:
+        ranks, pattern = read_ranks(path), enc["pattern"]
+        specials = ({s: len(ranks) + k for k, s in enumerate(enc["special_tokens"])} if enc.get("file") == "llama"
+                    else dict(enc["special_tokens"]))  # Llama's follow the ranks, as Meta's `Tokenizer` numbers them
+    return _ranks_tokenizer(ranks, specials, pattern, path, offset)
 
+# %% ../nbs/05a_interop.ipynb #3b1cf8b8
+_LLAMA3_NAMED = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",
+                 "<|finetune_right_pad_id|>", "<|step_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>",
+                 "<|eot_id|>", "<|python_tag|>", "<|image|>"]
+def _numbered(name: str, start: int, stop: int) -> list[str]: return [f"<|{name}_{i}|>" for i in range(start, stop)]
+_LLAMA4_NAMED = (["<|begin_of_text|>", "<|end_of_text|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                  "<|header_start|>", "<|header_end|>", "<|eom|>", "<|eot|>", "<|step|>",
+                  *_numbered("text_post_train_reserved_special_token", 0, 6), "<|python_start|>", "<|python_end|>",
+                  "<|finetune_right_pad|>", *_numbered("text_post_train_reserved_special_token", 8, 69),
+                  "<|image_start|>", "<|image_end|>", *_numbered("vision_reserved_special_token", 0, 2),
+                  "<|tile_x_separator|>", "<|tile_y_separator|>", *_numbered("vision_reserved_special_token", 2, 6),
+                  "<|image|>", "<|vision_reserved_special_token_6|>", "<|patch|>",
+                  *_numbered("vision_reserved_special_token", 7, 1048), *_numbered("reasoning_reserved_special_token", 0, 8),
+                  "<|reasoning_thinking_start|>", "<|reasoning_thinking_end|>"])
+_TEKKEN_NAMED = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+                 "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
+                 "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]"]  # a file that lists none has these
+_LLAMA3 = _LLAMA3_NAMED + _numbered("reserved_special_token", 2, 2 + 256 - len(_LLAMA3_NAMED))
+_LLAMA4 = _LLAMA4_NAMED + _numbered("reserved_special_token", 0, 2048 - len(_LLAMA4_NAMED))
+ENCODINGS.update({
+    "llama3": {"pattern": KNOWN_PATTERNS["llama3"], "file": "llama", "special_tokens": {s: 128_000 + k for k, s in enumerate(_LLAMA3)}},
+    "llama4": {"pattern": KNOWN_PATTERNS["llama4"], "file": "llama", "special_tokens": {s: 200_000 + k for k, s in enumerate(_LLAMA4)}},
+    "tekken": {"pattern": KNOWN_PATTERNS["tekken"], "file": "tekken", "special_tokens":
+               {s: k for k, s in enumerate(_TEKKEN_NAMED + [f"<SPECIAL_{k}>" for k in range(len(_TEKKEN_NAMED), 1000)])}},
+})
+
+# %% ../nbs/05a_interop.ipynb #385f2e76
+MAX_TEKKEN_BYTES = 48 << 20
+"The largest `tekken.json` `read_tekken` reads: 48 MiB, 2.5 times the 19 MB of `tekken_240911.json`."
+
+def _tekken_int(cfg: dict, key: str, least: int, most: int, bad) -> int:
+    "`cfg[key]`, an int from `least` to `most`."
+    v = cfg.get(key)
+    if type(v) is not int or not least <= v <= most: raise bad(f"config.{key} must be an int from {least:,} to {most:,}, got {shorten(v)}")
+    return v
+
+def _tekken_specials(raw, n: int, bad) -> dict[str, int]:
+    "The special tokens of a `tekken.json` (id = position), filled up to `n` with `<SPECIAL_k>` as Mistral's `Tekkenizer` does."
+    if raw is None: raw = [{"rank": k, "token_str": s} for k, s in enumerate(_TEKKEN_NAMED)]
+    if not isinstance(raw, list) or len(raw) > n: raise bad(f"special_tokens must be an array of at most {n:,} entries")
+    names = []
+    for k, t in enumerate(raw):
+        if not isinstance(t, dict) or t.get("rank") != k or not isinstance(t.get("token_str"), str) or not t["token_str"]:
+            raise bad(f"special token {k} {shorten(t)} must have rank {k} and a non-empty token_str")
+        names.append(t["token_str"])
+    names += [f"<SPECIAL_{k}>" for k in range(len(names), n)]
+    try: check_special_tokens(names); [check_text("special token", s) for s in names]
+    except ValueError as e: raise bad(str(e)) from None
+    return {s: k for k, s in enumerate(names)}
+
+def read_tekken(path  # Mistral's `tekken.json`
+               ) -> tuple[dict[bytes, int], dict[str, int], str, int]:
+    "`(ranks, special tokens, pattern, offset)` of a `tekken.json`: token `k` of the file has id `k + offset`; problems are `ArtifactError`s."
+    path = Path(path)
+    bad = lambda problem, kind="format": ArtifactError(path, problem, kind)
+    try:
+        with open(path, "rb") as f: raw = f.read(MAX_TEKKEN_BYTES + 1)
+    except FileNotFoundError: raise bad("no such file", "not-found") from None
+    except OSError as e: raise bad(f"cannot be read: {e.strerror or e}", "unreadable") from None
+    if len(raw) > MAX_TEKKEN_BYTES: raise bad(f"holds more than {MAX_TEKKEN_BYTES:,} bytes: far more than any real tekken.json; refused", "too-large")
+    try: doc = json.loads(raw)
+    except (ValueError, RecursionError) as e: raise bad(f"is not valid JSON: {shorten(str(e), 80)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict) or not isinstance(doc.get("vocab"), list):
+        raise bad("is not a tekken.json: it needs a \"config\" object and a \"vocab\" array")
+    cfg, vocab = doc["config"], doc["vocab"]
+    if not isinstance(cfg.get("pattern"), str): raise bad("config.pattern must be a string")
+    check_pattern_trust(cfg["pattern"], path, False)
+    if len(vocab) > MAX_RANKS: raise bad(f"holds more than {MAX_RANKS:,} vocab entries: far more than any real encoding; refused", "too-large")
+    n_special = _tekken_int(cfg, "default_num_special_tokens", 0, MAX_SPECIAL_TOKENS, bad)
+    n = _tekken_int(cfg, "default_vocab_size", n_special + 256, n_special + len(vocab), bad) - n_special
+    specials = _tekken_specials(doc.get("special_tokens"), n_special, bad)
+    ranks, long_bytes = {}, 0
+    for k, t in enumerate(vocab[:n]):  # Mistral's `Tekkenizer` uses the first n entries only
+        b64 = t.get("token_bytes") if isinstance(t, dict) else None
+        if not isinstance(t, dict) or t.get("rank") != k or not isinstance(b64, str) or len(b64) > _MAX_B64:
+            raise bad(f"vocab entry {k} {shorten(t)} must have rank {k} and token_bytes, base64 of at most {MAX_RANK_TOKEN_BYTES:,} bytes")
+        try: tok = base64.b64decode(b64, validate=True)
+        except ValueError: raise bad(f"vocab entry {k}: token_bytes {shorten(b64)} is not base64") from None
+        if (k < 256) != (len(tok) == 1) or (k < 256 and tok[0] != k):
+            raise bad(f"vocab entry {k} holds {shorten(tok)}: the first 256 entries must be the bytes 0 to 255, in order")
+        if len(tok) > 64 and (long_bytes := long_bytes + len(tok)) > MAX_LONG_TOKENS_BYTES:
+            raise bad(f"vocab entry {k}: its tokens of over 64 bytes hold more than {MAX_LONG_TOKENS_BYTES:,} bytes in all; refused", "too-large")
+        if ranks.setdefault(tok, k) != k: raise bad(f"vocab entry {k} repeats the token {shorten(tok)} of entry {ranks[tok]}")
+    return ranks, specials, cfg["pattern"], n_special
