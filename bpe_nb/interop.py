@@ -278,6 +278,7 @@ def _check_tiktoken_specials(specials) -> None:
 def tiktoken_ranks(obj  # a `BPEModel` or a `Tokenizer`
                   ) -> dict[bytes, int]:
     "tiktoken's `mergeable_ranks` of `obj`: token bytes -> id, for ids that grow with merge priority."
+    if hasattr(obj, "mergeable_ranks"): return obj.mergeable_ranks()  # a `RanksTokenizer` (below): its ids, no merges needed
     vocab = model_parts(obj)[0]
     byte_ids, triples = id_layout(obj)
     ranks = {SINGLE_BYTES[x]: i for x, i in enumerate(byte_ids)}
@@ -301,7 +302,7 @@ def export_tiktoken(obj,  # a `BPEModel` or a `Tokenizer`
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"name must start with a letter or digit and hold only letters, digits, '_', '.' and '-', got {name!r}")
     ranks = tiktoken_ranks(obj)
-    _, _, specials, pattern, _ = model_parts(obj)
+    specials, pattern = (obj.special_tokens, obj.pattern) if hasattr(obj, "mergeable_ranks") else model_parts(obj)[2:4]
     _check_tiktoken_specials(specials)
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     lines = "".join(f"{base64.b64encode(b).decode('ascii')} {r}\n" for b, r in sorted(ranks.items(), key=lambda kv: kv[1]))
@@ -517,7 +518,7 @@ class RanksTokenizer(Tokenizer):
         check_pattern(pattern)
         self._rank_of, self._offset, self._path, self._merges = ranks, offset, path, None
         self.vocab = {r + offset: b for b, r in ranks.items()}
-        ids = {b: r + offset for b, r in ranks.items()}
+        self._ids = ids = {b: r + offset for b, r in ranks.items()}  # a pre-token that is a token is that token
         missing = [x for x in range(256) if SINGLE_BYTES[x] not in ids]
         if missing: raise ValueError(f"the vocab lacks {len(missing)} single byte(s), e.g. {SINGLE_BYTES[missing[0]]!r}: a byte-level vocab needs all 256")
         self.byte_ids = [ids[b] for b in SINGLE_BYTES]
@@ -536,11 +537,23 @@ class RanksTokenizer(Tokenizer):
         self._token_ids = None
         self._prepare()
 
+    def _encode_piece(self, piece: str):
+        "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else the merge loop."
+        i = self._ids.get(piece.encode("utf-8"))
+        return (i,) if i is not None else super()._encode_piece(piece)
+
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
         "The merges tiktoken's ranks imply (recovered on first use); an `ArtifactError` if no merge list gives tiktoken's ids."
         if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, lambda problem: ArtifactError(self._path, problem))
         return self._merges
+
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        "tiktoken's `mergeable_ranks` of this tokenizer: token bytes -> id (what `export_tiktoken` writes)."
+        return {b: r + self._offset for b, r in self._rank_of.items()}
+
+    def __repr__(self):  # merges are not counted: that would recover them
+        return f"RanksTokenizer(vocab_size={self.vocab_size}, ranks={len(self._rank_of)}, special_tokens={len(self.special_tokens)})"
 
     def __reduce__(self):  # pickled as its ranks: a worker rebuilds the same tables
         specials = {s: i for s, i in self.special_tokens.items()}
