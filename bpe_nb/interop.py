@@ -5,11 +5,14 @@
 # %% ../nbs/05a_interop.ipynb #8c70e05a
 from __future__ import annotations
 import base64
+import binascii
+import functools
 import gzip
 import heapq
 import json
 import os
 import zlib
+from itertools import repeat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -340,14 +343,38 @@ def _ranks_bytes(path: Path) -> bytes:
                                   "far more than any real encoding; refused", "too-large")
     return data
 
+_B64 = functools.partial(binascii.a2b_base64, strict_mode=True)
+
+def _ranks_fast(data: bytes) -> dict[bytes, int] | None:
+    "The ranks of a well-formed ranks file, every check of `read_ranks` made on whole columns; None if any fails."
+    if any(c in data for c in (b"\r", b"\t", b"\x0b", b"\x0c")): return None  # only `token rank\n` lines here
+    lines = list(filter(None, data.split(b"\n")))
+    if not lines or len(lines) > MAX_RANKS: return None
+    if min(map(bytes.count, lines, repeat(b" "))) != 1 or data.count(b" ") != len(lines): return None  # one space each
+    fields = data.split()
+    b64s, rks = fields[0::2], fields[1::2]
+    if len(fields) != 2 * len(lines): return None
+    if max(map(len, b64s)) > _MAX_B64 or max(map(len, rks)) > 10 or not b"".join(rks).isdigit(): return None
+    try: toks = list(map(_B64, b64s))
+    except (binascii.Error, ValueError): return None
+    lens = list(map(len, toks))
+    if min(lens) == 0 or max(lens) > MAX_RANK_TOKEN_BYTES or sum(n for n in lens if n > 64) > MAX_LONG_TOKENS_BYTES: return None
+    values = list(map(int, rks))
+    ranks = dict(zip(toks, values))
+    if max(values) > MAX_ID or len(ranks) != len(lines) or len(set(values)) != len(lines): return None
+    return ranks
+
 def read_ranks(path  # a `.tiktoken` file (base64 token, space, rank per line), plain or gzip-compressed
               ) -> dict[bytes, int]:
     "tiktoken's `mergeable_ranks` from a `.tiktoken` file, every line checked; any problem is an `ArtifactError`."
     path = Path(path)
+    data = _ranks_bytes(path)
+    fast = _ranks_fast(data)  # every check at once, in C loops; None: some check fails, and the loop below says which
+    if fast is not None: return fast
     ranks, lines, long_bytes = {}, {}, 0  # token -> rank, rank -> line number; the bytes of tokens over 64 bytes
     def too_long(n): return ArtifactError(path, f"line {n} holds a token of over {MAX_RANK_TOKEN_BYTES:,} bytes, "
                                                 "more than bpe_nb accepts (recovering its merge costs memory per byte)", "too-large")
-    for n, line in enumerate(_ranks_bytes(path).splitlines(), 1):
+    for n, line in enumerate(data.splitlines(), 1):
         if not line: continue  # tiktoken skips empty lines too
         parts = line.split()
         if parts and len(parts[0]) > _MAX_B64: raise too_long(n)  # before decoding: refused cheaply
@@ -430,7 +457,7 @@ class _Inconsistent(Exception):
     "tiktoken merges `a + b` inside `token` from other parts than the merge list has for it."
     def __init__(self, token, rank, a, b): self.token, self.rank, self.a, self.b = token, rank, a, b
 
-def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
+def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict | None) -> list[bytes]:
     "tiktoken's merging of `token`'s bytes with the ranks below `rank`: a list of pair ranks, min() each step, for short tokens."
     parts, get = list(map(SINGLE_BYTES.__getitem__, token)), ranks.get
     rs = [get(a + b, rank) for a, b in zip(parts, parts[1:])]  # `rank` (or above): not mergeable here
@@ -440,7 +467,7 @@ def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -
         i = rs.index(r)  # the lowest rank, leftmost on ties: tiktoken's choice
         a, b = parts[i], parts[i + 1]
         ab = parts[i] = a + b
-        if split.get(ab) != (a, b): raise _Inconsistent(token, rank, a, b)
+        if split is not None and split.get(ab) != (a, b): raise _Inconsistent(token, rank, a, b)  # None: encoding
         del parts[i + 1], rs[i]
         if i: rs[i - 1] = get(parts[i - 1] + ab, rank)
         if i < len(rs): rs[i] = get(ab + parts[i + 1], rank)
@@ -448,7 +475,7 @@ def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -
 
 
 # %% ../nbs/05a_interop.ipynb #f0823307
-def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -> list[bytes]:
+def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict | None) -> list[bytes]:
     "The same parts as `_split_scan`, with a heap of `(rank, start)` and a linked list of parts: O(n log n)."
     n, get = len(token), ranks.get
     nxt = list(range(1, n + 1))  # nxt[s]: where the part starting at s ends (-1: s is no longer a part's start)
@@ -460,7 +487,7 @@ def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict) -
         e = nxt[s]
         if e < 0 or e >= n or get(token[s:nxt[e]]) != r: continue  # stale: the pair at s has changed
         a, b = token[s:e], token[e:nxt[e]]
-        if split.get(a + b) != (a, b): raise _Inconsistent(token, rank, a, b)
+        if split is not None and split.get(a + b) != (a, b): raise _Inconsistent(token, rank, a, b)
         nxt[s], nxt[e] = nxt[e], -1
         if nxt[s] < n:
             prv[nxt[s]] = s
@@ -505,6 +532,8 @@ def _split_table(ranks: dict[bytes, int], ids: dict[bytes, int]) -> tuple[list[i
     return merged, table
 
 # %% ../nbs/05a_interop.ipynb #93772f33
+_NO_RANK = float("inf")  # above every rank: `_split_scan` and `_split_heap` merge with all of them
+
 class RanksTokenizer(Tokenizer):
     "A `Tokenizer` of tiktoken ranks that encodes by tiktoken's rule (lowest-ranked concatenation first); merges recovered on demand."
     def __init__(self, ranks: dict[bytes, int],  # token bytes -> rank (tiktoken's `mergeable_ranks`)
@@ -522,7 +551,6 @@ class RanksTokenizer(Tokenizer):
         missing = [x for x in range(256) if SINGLE_BYTES[x] not in ids]
         if missing: raise ValueError(f"the vocab lacks {len(missing)} single byte(s), e.g. {SINGLE_BYTES[missing[0]]!r}: a byte-level vocab needs all 256")
         self.byte_ids = [ids[b] for b in SINGLE_BYTES]
-        self.merged, self.ranks = _split_table(ranks, ids)
         check_special_tokens(list(special_tokens))
         self.special_tokens, self._added = dict(special_tokens), set()
         for s, i in self.special_tokens.items():
@@ -537,10 +565,27 @@ class RanksTokenizer(Tokenizer):
         self._token_ids = None
         self._prepare()
 
-    def _encode_piece(self, piece: str):
-        "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else the merge loop."
-        i = self._ids.get(piece.encode("utf-8"))
-        return (i,) if i is not None else super()._encode_piece(piece)
+    def _encode_piece(self, piece: str) -> tuple[int, ...]:
+        "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
+        data, ids = piece.encode("utf-8"), self._ids  # ids grow with ranks: they serve as ranks
+        if (i := ids.get(data)) is not None: return (i,)
+        return tuple(map(ids.__getitem__, (_split_scan if len(data) <= _SPLIT_SCAN_MAX else _split_heap)(data, _NO_RANK, ids, None)))
+
+    _LAZY = frozenset({"ranks", "merged", "_ranks", "_pair_ranks"})  # the merge tables, built on first use
+
+    def _prepare(self):
+        "The speed-ups' tables, without the merge tables: encoding needs only the ranks; the tables are built when asked for."
+        self.ranks, self.merged = {}, []
+        super()._prepare()
+        for name in RanksTokenizer._LAZY: self.__dict__.pop(name, None)
+
+    def __getattr__(self, name):  # only for an attribute not set: one of `_LAZY`, built now
+        if name not in RanksTokenizer._LAZY or "_ids" not in self.__dict__: raise AttributeError(name)
+        self.merged, self.ranks = _split_table(self._rank_of, self._ids)
+        shift, none = self._shift, len(self.merged)
+        self._ranks = {l << shift | r: k for (l, r), k in self.ranks.items()}
+        self._pair_ranks = [self._ranks.get(a << shift | b, none) for a in self.byte_ids for b in self.byte_ids]
+        return self.__dict__[name]
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
