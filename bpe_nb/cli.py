@@ -474,8 +474,8 @@ def add_tokenizer_arguments(p: argparse.ArgumentParser,  # a subcommand's parser
     if positional: p.add_argument("tokenizer", nargs="?", type=Path, metavar="PATH", help=TOKENIZER_HELP)
     else: p.add_argument("--tokenizer", "-t", type=Path, metavar="PATH",
                          help=TOKENIZER_HELP + "; required unless --encoding")
-    p.add_argument("--encoding", choices=tuple(ENCODINGS), default=None,
-                   help="a known encoding instead of a tokenizer file (OpenAI's, Llama 3/4, Mistral's Tekken): its "
+    p.add_argument("--encoding", choices=tuple(ENCODINGS), default=None, metavar="NAME",
+                   help="a known encoding instead of a tokenizer file, one of " + ", ".join(ENCODINGS) + ": its "
                         "pattern and special tokens are built in, its ranks come from --ranks")
     p.add_argument("--ranks", type=Path, default=None, metavar="FILE",
                    help="the file of --encoding: OpenAI's NAME.tiktoken (plain or gzip), Llama's tokenizer.model, "
