@@ -11,6 +11,7 @@ import gzip
 import heapq
 import json
 import os
+import re
 import zlib
 from itertools import repeat
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ __all__ = ['MAX_RANKS_BYTES', 'MAX_RANKS', 'MAX_RANK_TOKEN_BYTES', 'MAX_LONG_TOK
 
 # %% ../nbs/05a_interop.ipynb #1b20cd7b
 import regex
+from fastcore.basics import patch
 
 # %% ../nbs/05a_interop.ipynb #044ddf87
 from . import load_speedups
@@ -541,11 +543,12 @@ class RanksTokenizer(Tokenizer):
                  pattern: str,  # the pre-tokenizer regex
                  offset: int = 0,  # id = rank + offset
                  *, cache_size: int = 2**16,  # as `Tokenizer`'s
-                 path=None  # the file the ranks came from (named in errors)
+                 path=None,  # the file the ranks came from (named in errors)
+                 slices: tuple[int, int] | None = None  # `encode` cuts the text as Meta's Llama `Tokenizer.encode` does
                 ):
         load_speedups("encoder")
         check_pattern(pattern)
-        self._rank_of, self._offset, self._path, self._merges = ranks, offset, path, None
+        self._rank_of, self._offset, self._path, self._merges, self._slices = ranks, offset, path, None, slices
         self.vocab = {r + offset: b for b, r in ranks.items()}
         self._ids = ids = {b: r + offset for b, r in ranks.items()}  # a pre-token that is a token is that token
         missing = [x for x in range(256) if SINGLE_BYTES[x] not in ids]
@@ -602,19 +605,47 @@ class RanksTokenizer(Tokenizer):
 
     def __reduce__(self):  # pickled as its ranks: a worker rebuilds the same tables
         specials = {s: i for s, i in self.special_tokens.items()}
-        return (RanksTokenizer._rebuild, (self._rank_of, specials, self.pattern, self._offset, self._cache_size), {"info": self.info})
+        return (RanksTokenizer._rebuild, (self._rank_of, specials, self.pattern, self._offset, self._cache_size, self._slices),
+                {"info": self.info})
 
     @staticmethod
-    def _rebuild(ranks, specials, pattern, offset, cache_size):
-        return RanksTokenizer(ranks, specials, pattern, offset, cache_size=cache_size)
+    def _rebuild(ranks, specials, pattern, offset, cache_size, slices=None):
+        return RanksTokenizer(ranks, specials, pattern, offset, cache_size=cache_size, slices=slices)
+
+# %% ../nbs/05a_interop.ipynb #05a5bc12
+def _meta_slices(text: str, size: int, run: int) -> list[str]:
+    "`text` cut as Meta's Llama `Tokenizer.encode` cuts it: every `size` characters, then inside runs of over `run` (non-)whitespace."
+    long = re.compile(rf"(?<!\S)\S{{{run + 1},}}|(?<!\s)\s{{{run + 1},}}")  # `re`'s \s is `str.isspace`, as Meta's test
+    out = []
+    for i in range(0, max(len(text), 1), size):
+        chunk, start = text[i:i + size], 0
+        for m in long.finditer(chunk):  # a run of more than `run`: cut every `run` characters from its start
+            for cut in range(m.start() + run, m.end(), run): out.append(chunk[start:cut]); start = cut
+        out.append(chunk[start:])
+    return out
+
+@patch
+def encode(self: RanksTokenizer, text: str, *, allowed_special=None, disallowed_special=None) -> list[int]:
+    "`Tokenizer.encode`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
+    parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
+    if len(parts) == 1: return Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    return [i for part in parts for i in Tokenizer.encode(self, part, allowed_special=allowed_special,
+                                                          disallowed_special=disallowed_special)]
+
+@patch
+def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
+    "`Tokenizer.encode_ordinary`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
+    parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
+    return Tokenizer.encode_ordinary(self, text) if len(parts) == 1 else [i for p in parts for i in Tokenizer.encode_ordinary(self, p)]
 
 # %% ../nbs/05a_interop.ipynb #5c0af033
 def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,
-                     offset: int = 0  # id = rank + offset (Tekken puts its special tokens below the ranks)
+                     offset: int = 0,  # id = rank + offset (Tekken puts its special tokens below the ranks)
+                     slices: tuple[int, int] | None = None  # cut texts as Meta's Llama tokenizer does (`RanksTokenizer`)
                     ) -> Tokenizer:
     "The `Tokenizer` of tiktoken ranks (ids = ranks, gaps and all), special tokens and a pattern; problems blame `path`."
     try:
-        with gc_paused(): return RanksTokenizer(ranks, specials, pattern, offset, path=path)
+        with gc_paused(): return RanksTokenizer(ranks, specials, pattern, offset, path=path, slices=slices)
     except (ValueError, TypeError) as e: raise ArtifactError(path, f"is not a usable tokenizer: {e}") from e
 
 def import_tiktoken(path,  # a directory written by `export_tiktoken`, or its NAME.tiktoken or NAME.json
@@ -654,7 +685,7 @@ def get_encoding(name: str,  # a name of `ENCODINGS`: "cl100k_base", "o200k_base
         ranks, pattern = read_ranks(path), enc["pattern"]
         specials = ({s: len(ranks) + k for k, s in enumerate(enc["special_tokens"])} if enc.get("file") == "llama"
                     else dict(enc["special_tokens"]))  # Llama's follow the ranks, as Meta's `Tokenizer` numbers them
-    return _ranks_tokenizer(ranks, specials, pattern, path, offset)
+    return _ranks_tokenizer(ranks, specials, pattern, path, offset, (400_000, 25_000) if enc.get("file") == "llama" else None)
 
 # %% ../nbs/05a_interop.ipynb #3b1cf8b8
 _LLAMA3_NAMED = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",

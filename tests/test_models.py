@@ -181,3 +181,21 @@ def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
     short.write_text("".join(f"{base64.b64encode(bytes([i])).decode()} {i + 1}\n" for i in range(256)), encoding="ascii")
     with pytest.raises(ArtifactError, match="special token '<|begin_of_text|>' has id 256"):
         interop.get_encoding("llama3", short)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", " ", "\n", "  ", "中", "\u3000", "\x1c", "xxxxxxx"]), max_size=60).map("".join),
+       st.integers(1, 30), st.integers(1, 8))
+def test_meta_slices_are_metas(text, size, run):
+    want = [p for i in range(0, len(text), size) for p in Meta3._split_whitespaces_or_nonwhitespaces(text[i:i + size], run)]
+    got = interop._meta_slices(text, size, run)
+    assert "".join(got) == text and [p for p in got if p] == [p for p in want if p]
+
+
+def test_long_texts_are_cut_where_meta_cuts_them(sample_text):
+    "Over 400,000 characters, and runs of over 25,000, Meta's Tokenizer encodes slice by slice: so do we (plain tiktoken differs)."
+    tok, ref = interop.get_encoding("llama3", FILES["llama3"]), _meta("llama3")
+    text = sample_text[:500_000] + "x" * 30_000 + " " * 26_000 + "<|eot_id|>yz" + sample_text[:1000]
+    want = ref.encode(text, bos=False, eos=False)
+    assert tok.encode_ordinary(text) == want != ref.model.encode_ordinary(text)
+    assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
