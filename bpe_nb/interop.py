@@ -574,6 +574,12 @@ class RanksTokenizer(Tokenizer):
         if (i := ids.get(data)) is not None: return (i,)
         return tuple(map(ids.__getitem__, (_split_scan if len(data) <= _SPLIT_SCAN_MAX else _split_heap)(data, _NO_RANK, ids, None)))
 
+    def _trace(self, data: bytes):
+        "The ids and merge steps of one pre-token for `explain`: no steps when it is a token that only the shortcut gives."
+        ids, steps = super()._trace(data)
+        i = self._ids.get(data)
+        return ([i], []) if i is not None and ids != [i] else (ids, steps)
+
     _LAZY = frozenset({"ranks", "merged", "_ranks", "_pair_ranks"})  # the merge tables, built on first use
 
     def _prepare(self):

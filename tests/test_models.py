@@ -199,3 +199,9 @@ def test_long_texts_are_cut_where_meta_cuts_them(sample_text):
     want = ref.encode(text, bos=False, eos=False)
     assert tok.encode_ordinary(text) == want != ref.model.encode_ordinary(text)
     assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
+
+
+def test_explain_agrees_with_encode_on_tokens_only_the_shortcut_gives():
+    tok = interop.get_encoding("llama3", FILES["llama3"])
+    text = " nhiều .:.: world"
+    assert [i for pe in tok.explain(text) for i in pe.ids] == tok.encode(text) == _meta("llama3").encode(text, bos=False, eos=False)
