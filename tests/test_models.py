@@ -205,3 +205,17 @@ def test_explain_agrees_with_encode_on_tokens_only_the_shortcut_gives():
     tok = interop.get_encoding("llama3", FILES["llama3"])
     text = " nhiều .:.: world"
     assert [i for pe in tok.explain(text) for i in pe.ids] == tok.encode(text) == _meta("llama3").encode(text, bos=False, eos=False)
+
+
+def test_a_spawned_worker_gets_the_same_tokenizer(sample_text):
+    "Under spawn or forkserver the pool pickles what `_worker_inputs` gives: a RanksTokenizer travels as its ranks."
+    import pickle
+    from bpe_nb import fast_encoding
+    for name in ("llama3", "tekken"):
+        tok = interop.get_encoding(name, FILES[name])
+        sent = pickle.loads(pickle.dumps(fast_encoding._worker_inputs(tok)))
+        fast_encoding._init_worker(sent)
+        got = fast_encoding._WORKER_TOKENIZER
+        assert type(got) is type(tok) and got._slices == tok._slices
+        assert got.encode(sample_text[:20_000] + " nhiều") == tok.encode(sample_text[:20_000] + " nhiều")
+    fast_encoding._WORKER_TOKENIZER = None
