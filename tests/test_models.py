@@ -148,7 +148,8 @@ def test_encode_file_with_workers_equals_the_reference(model, tmp_path, sample_t
 def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
     with pytest.raises(ArtifactError, match="nope.model: no such file"): interop.get_encoding("llama3", tmp_path / "nope.model")
     with pytest.raises(ArtifactError, match="nope.json: no such file"): interop.get_encoding("tekken", tmp_path / "nope.json")
-    with pytest.raises(TypeError): interop.get_encoding("llama3")
+    with pytest.raises(TypeError, match="never downloads: Meta.s tokenizer.model"): interop.get_encoding("llama3")
+    with pytest.raises(TypeError, match="tekken.json"): interop.get_encoding("tekken")
     doc = {"config": {"pattern": TEKKEN_PATTERN, "default_vocab_size": 300, "default_num_special_tokens": 20},
            "vocab": [{"rank": i, "token_bytes": base64.b64encode(bytes([i])).decode(), "token_str": None} for i in range(256)]
                     + [{"rank": 256, "token_bytes": base64.b64encode(b"ab").decode(), "token_str": "ab"}]}
