@@ -484,11 +484,12 @@ def add_tokenizer_arguments(p: argparse.ArgumentParser,  # a subcommand's parser
     if positional: p.add_argument("tokenizer", nargs="?", type=Path, metavar="PATH", help=TOKENIZER_HELP)
     else: p.add_argument("--tokenizer", "-t", type=Path, metavar="PATH",
                          help=TOKENIZER_HELP + "; required unless --encoding")
-    p.add_argument("--encoding", choices=tuple(ENCODINGS), default=None,
-                   help="one of OpenAI's encodings instead of a tokenizer file: its pattern and special tokens are "
-                        "built in, its ranks come from --ranks")
+    p.add_argument("--encoding", choices=tuple(ENCODINGS), default=None, metavar="NAME",
+                   help="a known encoding instead of a tokenizer file, one of " + ", ".join(ENCODINGS) + ": its "
+                        "pattern and special tokens are built in, its ranks come from --ranks")
     p.add_argument("--ranks", type=Path, default=None, metavar="FILE",
-                   help="the ranks of --encoding: OpenAI's NAME.tiktoken file, plain or gzip (nothing is downloaded)")
+                   help="the file of --encoding: OpenAI's NAME.tiktoken (plain or gzip), Llama's tokenizer.model, "
+                        "Mistral's tekken.json (nothing is downloaded)")
     p.add_argument("--trust-pattern", action="store_true",
                    help="run the pre-tokenizer regex the tokenizer file names even if it is not a known one (GPT-2, "
                         "cl100k, o200k); an unknown regex can take exponential time on some texts, so only for "

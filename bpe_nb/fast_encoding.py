@@ -656,13 +656,17 @@ def _init_worker(tok):
         tok = Tokenizer(vocab, merges, special_tokens, pattern, cache_size=cache_size)
     _WORKER_TOKENIZER = tok
 
+def _worker_inputs(tok: Tokenizer):
+    "What a spawned worker gets: the inputs of a plain `Tokenizer`, or a subclass itself (pickled by its own `__reduce__`)."
+    return tok.__reduce__()[1][1:] if type(tok) is Tokenizer else tok
+
 def _pool(tok: Tokenizer, n: int):
     "A pool of `n` processes, each holding `tok` (inherited when forked, else rebuilt from its inputs)."
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from bpe_nb.fast_encoding import _init_worker as init  # by name from the package: the worker imports it
     forked = multiprocessing.get_start_method() == "fork"
-    return ProcessPoolExecutor(n, initializer=init, initargs=(tok if forked else tok.__reduce__()[1][1:],))
+    return ProcessPoolExecutor(n, initializer=init, initargs=(tok if forked else _worker_inputs(tok),))
 
 # %% ../nbs/04a_fast_encoding.ipynb #3f9c6b18
 def _groups(texts: list[str], n: int) -> list[list[str]]:

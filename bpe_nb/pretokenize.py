@@ -13,10 +13,11 @@ import sys
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'KNOWN_PATTERNS', 'PROVEN_PATTERNS', 'GPT2_ASCII',
-           'visible', 'compile_pattern', 'pretokenize', 'check_special_tokens', 'split_special', 'count_pretokens',
-           'bytes_to_unicode', 'unicode_to_bytes', 'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern',
-           'bytes_to_printable', 'printable_to_bytes', 'special_pattern', 'TokenView', 'show_tokens']
+__all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'LLAMA3_PATTERN', 'TEKKEN_PATTERN',
+           'KNOWN_PATTERNS', 'PROVEN_PATTERNS', 'GPT2_ASCII', 'visible', 'compile_pattern', 'pretokenize',
+           'check_special_tokens', 'split_special', 'count_pretokens', 'bytes_to_unicode', 'unicode_to_bytes',
+           'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern', 'bytes_to_printable',
+           'printable_to_bytes', 'special_pattern', 'TokenView', 'show_tokens']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
 import regex
@@ -63,13 +64,24 @@ O200K_PATTERN = "|".join([
 R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 "tiktoken's spelling of the GPT-2 regex (`r50k_base`, `p50k_base`): possessive, and the same pre-tokens as `GPT2_PATTERN`."
 
+# %% ../nbs/00_pretokenize.ipynb #f3924a2e
+LLAMA3_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+"Meta's Llama 3 pre-tokenizer regex (`llama_models.llama3.tokenizer`); Llama 4 uses `O200K_PATTERN`."
+TEKKEN_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+    r"""\p{N}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+"Mistral's Tekken pre-tokenizer regex (the `pattern` of `tekken.json`): o200k's without contractions, one digit at a time."
+
 # %% ../nbs/00_pretokenize.ipynb #8c57bdde
 KNOWN_PATTERNS = {"gpt2": GPT2_PATTERN, "r50k_base": R50K_PATTERN, "p50k_base": R50K_PATTERN,
-                  "cl100k_base": CL100K_PATTERN, "o200k_base": O200K_PATTERN}
+                  "cl100k_base": CL100K_PATTERN, "o200k_base": O200K_PATTERN,
+                  "llama3": LLAMA3_PATTERN, "llama4": O200K_PATTERN, "tekken": TEKKEN_PATTERN}
 "The pre-tokenizer regexes of the real encodings, by name: the patterns a tokenizer file may name without being trusted."
 
 # %% ../nbs/00_pretokenize.ipynb #d3d9d9c8
-PROVEN_PATTERNS = frozenset({GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN})
+PROVEN_PATTERNS = frozenset({GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA3_PATTERN, TEKKEN_PATTERN})
 "The patterns whose properties bpe_nb relies on are proven: they cover every text, and chapter 03's safe cuts hold."
 
 # %% ../nbs/00_pretokenize.ipynb #51782819

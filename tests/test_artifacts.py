@@ -704,7 +704,7 @@ def _write_tiktoken(d: Path, extra: list[str], specials=None, name="x"):
 def test_tiktoken_import_refusals(tmp_path, extra, specials, message):
     d = _write_tiktoken(tmp_path / "t", extra, specials)
     with pytest.raises(ArtifactError) as e:
-        import_tiktoken(d)
+        import_tiktoken(d).merges  # merges are recovered on demand: a file without a merge list still encodes as tiktoken
     assert message in str(e.value), str(e.value)
     with pytest.raises(ArtifactError, match="no such directory"):
         import_tiktoken(tmp_path / "missing")

@@ -20,6 +20,7 @@ from bpe_nb.training import train_bpe
 from bpe_nb.naive import EarlyStopWarning, MergeProgress
 from bpe_nb.pretokenize import (CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, PROVEN_PATTERNS, R50K_PATTERN,
                                 count_pretokens, pretokenize)
+from bpe_nb.pretokenize import LLAMA3_PATTERN, TEKKEN_PATTERN
 
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, EOT + EOT, "<pad>"]
@@ -32,6 +33,7 @@ PIECES = [" ", " ", "  ", "   ", "\n", "\n\n", "\r\n", "\t", "\x0b", "\x1c", "\x
           # mark (both case classes hold the last three), contraction suffixes, and its [\r\n/]* tail
           "HELLO", "ǅ", "ʰ", "\u0301", "'T", "'Ll", "'r", "/", "\r"]
 BUILTIN = [GPT2_PATTERN, R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN]  # every pattern of PROVEN_PATTERNS
+BUILTIN += [LLAMA3_PATTERN, TEKKEN_PATTERN]  # the open models' (Llama 4's is O200K_PATTERN)
 text_st = st.lists(st.one_of(st.sampled_from(PIECES), st.sampled_from(SPECIALS)), max_size=40).map("".join)
 # Tests that count files without their special token on purpose silence the warning that says so.
 no_token_on_purpose = pytest.mark.filterwarnings("ignore::bpe_nb.chunking.MissingSpecialTokenWarning")
@@ -862,3 +864,15 @@ def test_piece_size_is_a_deprecated_alias_of_block_size(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new name warns nothing
         count_pretokens_file(p, [EOT], workers=1, block_size=64)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, "2024", "7", "'S", "'d", "\r\n/", "HELLOworld"]), max_size=40).map("".join),
+       st.sampled_from([LLAMA3_PATTERN, TEKKEN_PATTERN]))
+def test_the_open_models_patterns_split_exactly_at_a_space_after_a_non_space(text, pattern):
+    # The lemma for Llama 3's and Tekken's patterns, on pieces rich in digits, contractions and case runs.
+    rx = chunking.compile_pattern(pattern)
+    whole = rx.findall(text)
+    for p in range(1, len(text)):
+        if text[p] == " " and not regex.match(r"\s", text[p - 1]):
+            assert rx.findall(text[:p]) + rx.findall(text[p:]) == whole, (text, p)

@@ -1,0 +1,222 @@
+"The open models by name (issue 26 item 1): Llama 3, Llama 4 and Mistral's Tekken against the libraries they ship with."
+import base64
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import bpe_nb
+from bpe_nb import interop
+from bpe_nb.artifacts import ArtifactError
+from bpe_nb.pretokenize import LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS
+
+llama_models = pytest.importorskip("llama_models")
+mistral_common = pytest.importorskip("mistral_common")
+from llama_models.llama3.tokenizer import Tokenizer as Meta3  # noqa: E402
+from llama_models.llama4.tokenizer import Tokenizer as Meta4  # noqa: E402
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer  # noqa: E402
+
+LLAMA = Path(llama_models.__file__).parent
+TEKKEN = Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
+FILES = {"llama3": LLAMA / "llama3" / "tokenizer.model", "llama4": LLAMA / "llama4" / "tokenizer.model", "tekken": TEKKEN}
+SPECIAL_BITS = ["<|begin_of_text|>", "<|eot_id|>", "<|eot|>", "<|fim_prefix|>", "<|image|>", "<|reserved_special_token_7|>",
+                "<s>", "</s>", "[INST]", "[/INST]", "<SPECIAL_42>", "<|endoftext|>", "<|", "|>"]
+PIECES = [" ", "  ", "\n", "\n\n", "\r\n", "\t", "\u00a0", "\u3000", "a", "Hello", "WORLD", "HELLOworld", "'s", "'LL", "'ve",
+          "1", "2024", "1234567", ".", ".:.:", "!?", "/", "é", "e\u0301", "中文", "日本語", "한국어", " температура",
+          " nhiều", "٣٤", "½", "👍🏽", "👨‍👩‍👧", "ǅ", "ʰ"]
+
+
+def _meta(name):
+    return (Meta3 if name == "llama3" else Meta4)(FILES[name])
+
+
+@pytest.fixture(scope="module", params=["llama3", "llama4", "tekken"])
+def model(request):
+    "`(name, ours, reference)` for one open model, both from the file its library ships."
+    name = request.param
+    ref = Tekkenizer.from_file(TEKKEN) if name == "tekken" else _meta(name)
+    return name, interop.get_encoding(name, FILES[name]), ref
+
+
+def _texts(sample_text):
+    rng = random.Random(26)
+    mixed = ["".join(rng.choice(PIECES + SPECIAL_BITS) for _ in range(rng.randrange(1, 120))) for _ in range(200)]
+    return [sample_text[:150_000], Path(interop.__file__).read_text(encoding="utf-8"), "".join(mixed), ""] + mixed
+
+
+@pytest.fixture(scope="module")
+def sample_text(tinystories_sample):
+    return tinystories_sample.read_text(encoding="utf-8")
+
+
+def _ref_ids(name, ref, text, **kw):
+    return ref.encode(text, False, False) if name == "tekken" else ref.encode(text, bos=False, eos=False, **kw)
+
+
+def test_ids_equal_the_reference_on_ordinary_text(model, sample_text):
+    name, tok, ref = model
+    for text in _texts(sample_text):
+        want = _ref_ids(name, ref, text)
+        assert tok.encode_ordinary(text) == want, (name, text[:80])
+        assert tok.encode(text, allowed_special=set(), disallowed_special=()) == want, (name, text[:80])
+        assert tok.decode(want) == text
+
+
+def test_special_tokens_allowed_and_disallowed_as_meta(model, sample_text):
+    name, tok, ref = model
+    if name == "tekken":  # Tekkenizer never reads special tokens from text; its ids are below the vocabulary
+        assert tok.special_tokens == ref._special_tokens_reverse_vocab
+        assert tok.encode("[INST]hi", allowed_special="all")[0] == ref.get_special_token("[INST]")
+        with pytest.raises(ValueError, match=r"\[INST\]"): tok.encode("a [INST] b", disallowed_special="all")
+        return
+    assert tok.special_tokens == ref.special_tokens
+    for text in _texts(sample_text)[2:]:
+        assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
+        some = {"<|begin_of_text|>"} & set(tok.special_tokens)
+        assert tok.encode(text, allowed_special=some, disallowed_special=()) == \
+            ref.encode(text, bos=False, eos=False, allowed_special=some, disallowed_special=())
+        for kw in ({"disallowed_special": "all"}, {"allowed_special": some, "disallowed_special": "all"}):
+            try: want = ref.encode(text, bos=False, eos=False, **kw)
+            except ValueError: want = ValueError
+            try: got = tok.encode(text, **kw)
+            except ValueError: got = ValueError
+            assert got == want, (name, kw, text[:80])
+
+
+def test_vocabulary_layout_equals_the_reference(model):
+    name, tok, ref = model
+    if name == "tekken":
+        assert tok.vocab_size == ref.n_words == 131072 and min(tok.vocab) == 0
+        assert all(tok.vocab[i + 1000] == ref.id_to_byte_piece(i + 1000) for i in range(0, 130072, 997))
+        assert tok.pattern == TEKKEN_PATTERN
+    else:
+        assert tok.vocab_size == ref.n_words and tok.pattern == (LLAMA3_PATTERN if name == "llama3" else O200K_PATTERN)
+        assert all(tok.vocab[i] == ref.model.decode_single_token_bytes(i) for i in range(0, ref.n_words, 997))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + SPECIAL_BITS), max_size=30).map("".join)
+       | st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_random_text_equals_every_reference(text):
+    for name, tok, ref in _ALL():
+        assert tok.encode_ordinary(text) == _ref_ids(name, ref, text), (name, text)
+        if name != "tekken":
+            assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
+
+
+def _ALL(cache=[]):
+    if not cache:
+        cache += [(n, interop.get_encoding(n, FILES[n]), Tekkenizer.from_file(TEKKEN) if n == "tekken" else _meta(n))
+                  for n in FILES]
+    return cache
+
+
+def test_patterns_are_known_proven_and_the_references(model):
+    name, tok, ref = model
+    assert KNOWN_PATTERNS[name] == tok.pattern and tok.pattern in PROVEN_PATTERNS
+    want = json.loads(TEKKEN.read_text(encoding="utf-8"))["config"]["pattern"] if name == "tekken" else \
+        (Meta3.pat_str if name == "llama3" else Meta4.O200K_PATTERN)
+    assert tok.pattern == want
+
+
+def test_exports_stay_exact(model, tmp_path, sample_text):
+    "tiktoken export (every model) and HF tokenizer.json (the models whose ranks have a merge list) give the same ids."
+    import tiktoken, tokenizers
+    name, tok, ref = model
+    texts = _texts(sample_text)[2:40] + [sample_text[:20_000]]
+    interop.export_tiktoken(tok, tmp_path / "tt", name=name)
+    enc = interop.tiktoken_encoding(tmp_path / "tt")
+    assert [enc.encode_ordinary(t) for t in texts] == [tok.encode_ordinary(t) for t in texts]
+    if name == "llama3":  # 676 tokens tiktoken never builds from two, 19 built from other parts inside longer ones
+        with pytest.raises(ArtifactError, match="no merge list"): tok.merges
+        return
+    hf = tokenizers.Tokenizer.from_file(str(interop.export_hf(tok, tmp_path / "tokenizer.json")))
+    assert [hf.encode(t, add_special_tokens=False).ids for t in texts] == [tok.encode(t) for t in texts]
+
+
+def test_encode_file_with_workers_equals_the_reference(model, tmp_path, sample_text):
+    "The patterns are proven, so files are cut at safe spaces and split across workers; a worker gets the ranks."
+    name, tok, ref = model
+    text = sample_text[:300_000].replace("<|endoftext|>", "\n") + " 中文 HELLOworld 2024"
+    p = tmp_path / "in.txt"; p.write_text(text, encoding="utf-8")
+    ids = tok.encode_file(p, tmp_path / "ids.npy", workers=2, progress=False)
+    assert ids.tolist() == _ref_ids(name, ref, text)
+
+
+def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ArtifactError, match="nope.model: no such file"): interop.get_encoding("llama3", tmp_path / "nope.model")
+    with pytest.raises(ArtifactError, match="nope.json: no such file"): interop.get_encoding("tekken", tmp_path / "nope.json")
+    with pytest.raises(TypeError, match="never downloads: Meta.s tokenizer.model"): interop.get_encoding("llama3")
+    with pytest.raises(TypeError, match="tekken.json"): interop.get_encoding("tekken")
+    doc = {"config": {"pattern": TEKKEN_PATTERN, "default_vocab_size": 300, "default_num_special_tokens": 20},
+           "vocab": [{"rank": i, "token_bytes": base64.b64encode(bytes([i])).decode(), "token_str": None} for i in range(256)]
+                    + [{"rank": 256, "token_bytes": base64.b64encode(b"ab").decode(), "token_str": "ab"}]}
+    bad = tmp_path / "tekken.json"
+    def refused(match, **change):
+        d = json.loads(json.dumps(doc)); d["config"].update(change.pop("config", {})); d.update(change)
+        bad.write_text(json.dumps(d), encoding="utf-8")
+        with pytest.raises(ArtifactError, match=match): interop.get_encoding("tekken", bad)
+    refused("default_vocab_size must be an int from 276 to 277")
+    refused("special_tokens must be an array of at most 10 ", config={"default_num_special_tokens": 10, "default_vocab_size": 267})
+    refused("not one of the known patterns", config={"pattern": r"(a+)+$", "default_vocab_size": 277})
+    refused("default_num_special_tokens must be an int", config={"default_num_special_tokens": 10**6})
+    refused("must have rank 3", config={"default_vocab_size": 277}, vocab=doc["vocab"][:3] + doc["vocab"][4:] + doc["vocab"][3:4])
+    refused("not base64", config={"default_vocab_size": 277},
+            vocab=doc["vocab"][:256] + [{"rank": 256, "token_bytes": "!!", "token_str": None}])
+    refused("vocab entry 256 holds b'a'", config={"default_vocab_size": 277},
+            vocab=doc["vocab"][:256] + [{"rank": 256, "token_bytes": base64.b64encode(b"a").decode(), "token_str": None}])
+    refused("vocab entry 257 repeats the token b'ab' of entry 256", config={"default_vocab_size": 278},
+            vocab=doc["vocab"] + [{"rank": 257, "token_bytes": base64.b64encode(b"ab").decode(), "token_str": None}])
+    refused("special token 0", config={"default_vocab_size": 277}, special_tokens=[{"rank": 5, "token_str": "<s>"}])
+    d = json.loads(json.dumps(doc)); d["config"]["default_vocab_size"] = 277
+    bad.write_text(json.dumps(d), encoding="utf-8")
+    tok = interop.get_encoding("tekken", bad)
+    assert tok.vocab[276] == b"ab" and tok.special_tokens["<s>"] == 1 and tok.special_tokens["[TOOL_CONTENT]"] == 19
+    assert tok.encode_ordinary("ab a") == [276, 20 + 32, 20 + 97]
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f: f.truncate(interop.MAX_TEKKEN_BYTES + 1)
+    with pytest.raises(ArtifactError, match="more than"): interop.get_encoding("tekken", big)
+    short = tmp_path / "short.model"  # a llama ranks file whose special ids would land on tokens
+    short.write_text("".join(f"{base64.b64encode(bytes([i])).decode()} {i + 1}\n" for i in range(256)), encoding="ascii")
+    with pytest.raises(ArtifactError, match="special token '<|begin_of_text|>' has id 256"):
+        interop.get_encoding("llama3", short)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", " ", "\n", "  ", "中", "\u3000", "\x1c", "xxxxxxx"]), max_size=60).map("".join),
+       st.integers(1, 30), st.integers(1, 8))
+def test_meta_slices_are_metas(text, size, run):
+    want = [p for i in range(0, len(text), size) for p in Meta3._split_whitespaces_or_nonwhitespaces(text[i:i + size], run)]
+    got = interop._meta_slices(text, size, run)
+    assert "".join(got) == text and [p for p in got if p] == [p for p in want if p]
+
+
+def test_long_texts_are_cut_where_meta_cuts_them(sample_text):
+    "Over 400,000 characters, and runs of over 25,000, Meta's Tokenizer encodes slice by slice: so do we (plain tiktoken differs)."
+    tok, ref = interop.get_encoding("llama3", FILES["llama3"]), _meta("llama3")
+    text = sample_text[:500_000] + "x" * 30_000 + " " * 26_000 + "<|eot_id|>yz" + sample_text[:1000]
+    want = ref.encode(text, bos=False, eos=False)
+    assert tok.encode_ordinary(text) == want != ref.model.encode_ordinary(text)
+    assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
+
+
+def test_explain_agrees_with_encode_on_tokens_only_the_shortcut_gives():
+    tok = interop.get_encoding("llama3", FILES["llama3"])
+    text = " nhiều .:.: world"
+    assert [i for pe in tok.explain(text) for i in pe.ids] == tok.encode(text) == _meta("llama3").encode(text, bos=False, eos=False)
+
+
+def test_a_spawned_worker_gets_the_same_tokenizer(sample_text):
+    "Under spawn or forkserver the pool pickles what `_worker_inputs` gives: a RanksTokenizer travels as its ranks."
+    import pickle
+    from bpe_nb import fast_encoding
+    for name in ("llama3", "tekken"):
+        tok = interop.get_encoding(name, FILES[name])
+        sent = pickle.loads(pickle.dumps(fast_encoding._worker_inputs(tok)))
+        fast_encoding._init_worker(sent)
+        got = fast_encoding._WORKER_TOKENIZER
+        assert type(got) is type(tok) and got._slices == tok._slices
+        assert got.encode(sample_text[:20_000] + " nhiều") == tok.encode(sample_text[:20_000] + " nhiều")
+    fast_encoding._WORKER_TOKENIZER = None
