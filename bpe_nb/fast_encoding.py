@@ -15,15 +15,18 @@ from functools import reduce
 from itertools import accumulate, chain, islice
 from operator import iadd
 from pathlib import Path
+from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['merge_scan', 'merge_heap']
+__all__ = ['ARRAY_RULES', 'LL', 'LU', 'LO', 'MARK', 'DIGIT', 'PUNCT', 'SPACE', 'WS', 'NL', 'CL100K_RULES', 'LLAMA3_RULES',
+           'O200K_RULES', 'TEKKEN_RULES', 'merge_scan', 'merge_heap', 'ArrayRules']
 
 # %% ../nbs/04a_fast_encoding.ipynb #fa000005
 import numpy as np
 from fastcore.basics import patch
 
 # %% ../nbs/04a_fast_encoding.ipynb #6217bba1
+from .pretokenize import CL100K_PATTERN, O200K_PATTERN
 from .pretokenize import GPT2_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, compile_pattern, special_pattern
 from .naive import ProgressBar
 from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_pieces
@@ -95,6 +98,9 @@ class _PieceCache(dict):
         return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #fa000011
+ARRAY_RULES = {}  # filled in below, with the array path
+"Pattern string -> its `ArrayRules`: the patterns the array path knows."
+
 @patch
 def _prepare(self: Tokenizer):
     "Build the fast tables (chapter 04's constructor calls this last): packed pair ranks, byte-pair ranks, the cache."
@@ -103,7 +109,9 @@ def _prepare(self: Tokenizer):
     self._pair_ranks = _byte_pair_ranks(self.byte_ids, self._ranks, self._shift, len(self.merged))
     self._cache = _PieceCache(self._encode_piece)
     self._find_ascii = GPT2_ASCII.findall if self.pattern == GPT2_PATTERN else None
-    self._bulk_ok = self._find_ascii is not None and self._shift <= 31 and max(self.vocab) < 1 << 63  # bulk: int64
+    self._rules = ARRAY_RULES.get(self.pattern)  # the array path's description of the pattern, if it has one
+    self._bulk_ok = ((self._find_ascii is not None or self._rules is not None)  # bulk: int64 keys and ids
+                     and self._shift <= 31 and max(self.vocab) < 1 << 63)
     self._bulk_local, self._rank_arrays = threading.local(), None  # its state per thread; merge tables as arrays
 
 # %% ../nbs/04a_fast_encoding.ipynb #b987146a
@@ -212,6 +220,210 @@ def _gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
     start[three + 1] = start[three + 2] = False; start[three + 3] = True
     start |= edge
     return np.flatnonzero(start)
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00002
+LL, LU, LO, MARK, DIGIT, PUNCT, SPACE, WS, NL = range(9)  # the classes of a character (PUNCT: anything else)
+_CLASS_RX = [(LL, r"\p{Ll}"), (LU, r"[\p{Lu}\p{Lt}]"), (LO, r"[\p{Lm}\p{Lo}]"), (MARK, r"\p{M}"), (DIGIT, r"\p{N}"),
+             (WS, r"\s"), (SPACE, " "), (NL, r"[\r\n]")]  # later rules win
+_CLASSES = None  # code point -> class, 255 until first seen (made on first use)
+
+def _classify(cps: np.ndarray) -> np.ndarray:
+    "The class of each code point of `cps`, as `regex` sees it."
+    s, out = "".join(map(chr, cps.tolist())), np.full(len(cps), PUNCT, np.uint8)
+    for c, rx in _CLASS_RX: out[[m.start() for m in compile_pattern(rx).finditer(s)]] = c
+    return out
+
+def _char_classes(cp: np.ndarray  # code points (uint32)
+                 ) -> np.ndarray:
+    "The class of each code point in `cp`; the table is filled in for the code points seen for the first time."
+    global _CLASSES
+    if _CLASSES is None: _CLASSES = np.full(0x110000, 255, np.uint8); _CLASSES[:128] = _classify(np.arange(128))
+    f = _CLASSES[cp]
+    if (f == 255).any():
+        new = np.unique(cp[f == 255])
+        _CLASSES[new] = _classify(new)
+        f = _CLASSES[cp]
+    return f
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00005
+class ArrayRules(NamedTuple):
+    "What the array pre-tokenizer needs to know about a pattern (its `regex` spelling stays the reference)."
+    cased: bool  # letters split by case, o200k's way (marks join words); else `\p{L}+` (marks are punctuation)
+    digits: int  # a number pre-token is `\p{N}{1,digits}`
+    contractions: str  # "lead": `'s` etc. start a pre-token (cl100k); "suffix": they end a word (o200k); "": none
+    end_run: bool  # `\s++$`: whitespace that ends the text is one pre-token, newlines and all (cl100k)
+    slash: bool  # punctuation takes `[\r\n/]*` after it (o200k), not `[\r\n]*`
+
+CL100K_RULES = ArrayRules(cased=False, digits=3, contractions="lead", end_run=True, slash=False)
+LLAMA3_RULES = CL100K_RULES._replace(end_run=False)  # Llama 3: cl100k's alternatives, without `\s++$`
+O200K_RULES = ArrayRules(cased=True, digits=3, contractions="suffix", end_run=False, slash=True)  # also Llama 4
+TEKKEN_RULES = O200K_RULES._replace(digits=1, contractions="")  # Mistral's Tekken: single digits, no contractions
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00006
+_LLAMA3_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_TEKKEN_PATTERN = O200K_PATTERN.replace(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?", "").replace(r"\p{N}{1,3}", r"\p{N}")
+ARRAY_RULES.update({CL100K_PATTERN: CL100K_RULES, O200K_PATTERN: O200K_RULES,  # Llama 4's pattern is o200k's
+                    _LLAMA3_PATTERN: LLAMA3_RULES, _TEKKEN_PATTERN: TEKKEN_RULES})
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00008
+_C1 = np.zeros(0x180, bool); _C1[[*b"sdmtSDMT", 0x17F]] = True  # 's 'd 'm 't in any case (ſ folds to s)
+
+def _contraction_len(cp: np.ndarray, q: np.ndarray,  # code points; positions of apostrophes
+                     stop: np.ndarray  # True where a text ends after this character
+                    ) -> np.ndarray:
+    "The length of the contraction at each apostrophe `q`: 2 (`'s`), 3 (`'ll`), or 0 for none."
+    n, out = len(cp), np.zeros(len(q), np.int64)
+    ok1 = ~stop[q]
+    a = np.where(ok1, cp[np.minimum(q + 1, n - 1)], 0)
+    a = np.where(a < 0x180, a, 0).astype(np.int64)
+    out[ok1 & _C1[a]] = 2
+    ok2 = ok1 & ~stop[np.minimum(q + 1, n - 1)] & (q + 2 < n)
+    b = np.where(ok2, cp[np.minimum(q + 2, n - 1)], 0).astype(np.int64)
+    low = (a | 32) << 8 | (b | 32)  # lower-cased, for ASCII letters
+    out[ok2 & (a < 128) & (b < 128) & ((low == 0x6C6C) | (low == 0x7665) | (low == 0x7265))] = 3  # ll ve re
+    return out
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00011
+_GROUP = np.array([0, 0, 0, 2, 1, 2, 3, 3, 3], np.uint8)  # class -> 0 letter, 1 digit, 2 punctuation (and marks), 3 whitespace
+
+def _shifted(m: np.ndarray, first: np.ndarray, back: bool = True) -> np.ndarray:
+    "`m` of the character before (`back`) or after each one; False across the start or end of a text."
+    out = np.zeros(len(m), bool)
+    if back: out[1:] = m[:-1]; out[first] = False
+    else: out[:-1] = m[1:]; out[np.flatnonzero(first)[1:] - 1] = False
+    return out
+
+def _spans(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    "Every position in the spans `[a, b)`, in order."
+    size = b - a
+    return np.repeat(a - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+
+def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "Where each run of True in `m` starts, and where it ends (runs stop where a text starts)."
+    return np.flatnonzero(m & ~_shifted(m, first)), np.flatnonzero(m & ~_shifted(m, first, back=False)) + 1
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00014
+def _array_starts(cp: np.ndarray,  # the text's code points
+                  f: np.ndarray,  # their classes
+                  edge: np.ndarray,  # bool, one longer than `cp`: True where a text starts, and at the end
+                  rules: ArrayRules  # the pattern
+                 ) -> np.ndarray:
+    "True where the pattern's pre-tokens start in each text (and at the end), outside the stretches left to the regex."
+    n = len(cp)
+    first, stop = edge[:n], edge[1:]
+    grp = _GROUP[f]
+    word, punct, ws, digit, nl = grp == 0, grp == 2, grp == 3, grp == 1, f == NL
+    prev = np.empty(n, np.uint8); prev[1:] = f[:-1]; prev[:1] = 9; prev[first] = 9  # the class before; 9: none
+    taken = None
+    if rules.contractions == "suffix": taken = _suffixes(cp, prev, stop); grp[taken] = 4; word &= ~taken
+    a, b = _run_bounds(nl, first)  # newlines right after punctuation go with it: `[\r\n]*`
+    a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
+    a, b = a[punct[a - 1]], b[punct[a - 1]]
+    eaten = _spans(a, b)
+    grp[eaten] = 2; ws[eaten] = False
+    start = np.zeros(n + 1, bool)
+    start[1:n] = grp[1:] != grp[:-1]
+    start[b] = True
+    start[:n] |= first
+    a, b = _run_bounds(digit, first)  # digits in groups of `rules.digits`
+    long = b - a > rules.digits
+    p, run = _spans(a[long], b[long]), np.repeat(a[long], (b - a)[long])
+    start[p[(p - run) % rules.digits == 0]] = True
+    _whitespace_starts(start, f, grp, ws, nl, first, stop, rules)
+    wp = _shifted(word, first)  # a letter run takes the character before it: `[^\r\n\p{L}\p{N}]?`
+    j = np.flatnonzero(word & ~wp & ~first)
+    x = j - 1
+    fx, px = f[x], prev[x]
+    free = (fx == SPACE) | (fx == WS) | (punct[x] & (px != PUNCT) & (px != MARK) & (px != SPACE))
+    if taken is not None: free &= ~taken[x]
+    start[x[free]] = True; start[j[free]] = False
+    if rules.cased: _case_starts(start, f, word, wp, first)
+    if rules.contractions == "lead":  # an apostrophe that starts a pre-token, and its contraction
+        q = np.flatnonzero((cp == 39) & ((prev <= LO) | (prev == DIGIT) | (prev == WS) | (prev == NL) | (prev == 9)))
+        k = _contraction_len(cp, q, stop)
+        q, k = q[k > 0], k[k > 0]
+        start[q] = True; start[q + 1] = False; start[(q + 2)[k == 3]] = False; start[q + k] = True
+    elif taken is not None:  # a suffix is part of the word before it
+        start[:n][taken] = False
+        start[np.flatnonzero(taken[:-1] & ~taken[1:]) + 1] = True
+    start[edge] = True
+    return start
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00016
+def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    "True on the characters of the contractions that end a word (o200k's `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`)."
+    q = np.flatnonzero((cp == 39) & (prev <= LO))
+    k = _contraction_len(cp, q, stop)
+    q, k = q[k > 0], k[k > 0]
+    taken = np.zeros(len(cp) + 1, bool)
+    while True:  # one right after another one's letter does not count; dropping it frees its letters: repeat
+        taken[:] = False
+        for j in range(3): taken[(q + j)[j < k]] = True
+        ok = ~taken[q - 1]
+        if ok.all(): return taken[:-1]
+        q, k = q[ok], k[ok]
+
+def _whitespace_starts(start, f, grp, ws, nl, first, stop, rules: ArrayRules):
+    "Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."
+    n = len(f)
+    a, b = _run_bounds(ws, first)
+    at_end = stop[b - 1]
+    nlw = np.concatenate([[-1], np.flatnonzero(nl & ws)])
+    r = nlw[np.searchsorted(nlw, b) - 1]  # the last newline of each run, if any
+    has_r = r >= a
+    cut = has_r & (r + 1 < b)
+    if rules.end_run: cut &= ~at_end
+    start[r[cut] + 1] = True
+    s = np.where(has_r, r + 1, a)  # what is left after it
+    start[b[~at_end & (b - 1 > s)] - 1] = True  # its last character goes
+    joins = ~at_end & (s < b) & (f[b - 1] == SPACE) & (grp[np.minimum(b, n - 1)] == 2)
+    start[b[joins]] = False  # a space joins the punctuation after it
+
+def _case_starts(start, f, word, wp, first):
+    "Set the cuts inside words: `[Lu Lt Lm Lo M]*[Ll Lm Lo M]+` first, else `[Lu Lt Lm Lo M]+[Ll Lm Lo M]*`."
+    n, up = len(f), word & (f == LU)
+    q = np.flatnonzero(up & wp)
+    q = q[f[q - 1] != LU]  # an upper-case letter after Ll/Lm/Lo starts a pre-token if that run has an Ll
+    if len(q):
+        has = f[q - 1] == LL
+        if not has.all():  # after Lm/Lo: count the Ll letters of the run
+            lbs = _run_bounds(word & ~up, first)[0]
+            lb = lbs[np.searchsorted(lbs, q - 1, "right") - 1]
+            low = np.zeros(n + 1, np.int32); np.cumsum(word & (f == LL), out=low[1:])
+            has = low[q] > low[lb]
+        start[q[has]] = True
+    ups, ends = _run_bounds(up, first)
+    e = ends[~_shifted(word, first, back=False)[ends - 1]]  # upper-case letters that end a word
+    t = ups[np.searchsorted(ups, e - 1, "right") - 1]
+    start[t[wp[t]]] = True  # are cut off when something precedes them in the word
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00018
+def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules) -> np.ndarray:
+    "Where the characters the array rules leave to the regex are: marks (`cased`), `/` after a newline (`slash`)."
+    h = (f == MARK) if rules.cased else np.zeros(len(cp), bool)
+    if rules.slash:
+        s = np.flatnonzero(cp[1:] == 47) + 1
+        h[s[(f[s - 1] == NL) & ~first[s]]] = True
+    return np.flatnonzero(h)
+
+def _array_bounds(text: str,  # the texts of a block, joined
+                  edge: np.ndarray,  # bool, one longer than `text`: True where a text starts, and at the end
+                  rules: ArrayRules, find: Callable[[str], list[str]]  # the pattern: its rules, its findall
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text`."
+    cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    n, f = len(cp), _char_classes(cp)
+    start = _array_starts(cp, f, edge, rules)
+    h = _hard(cp, f, edge[:n], rules)
+    if len(h):  # the stretch around each, between safe cuts (a space after a character that is not `isspace`)
+        safe = np.zeros(n + 1, bool)
+        safe[1:n] = (cp[1:] == 32) & (f[:-1] < SPACE) & ~((cp[:-1] >= 0x1C) & (cp[:-1] <= 0x1F))
+        cuts = np.flatnonzero(safe | edge)
+        for a in np.unique(cuts[np.searchsorted(cuts, h, "right") - 1]).tolist():
+            b = int(cuts[np.searchsorted(cuts, a, "right")])
+            start[a:b] = False
+            start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
+    return np.flatnonzero(start), cp
 
 # %% ../nbs/04a_fast_encoding.ipynb #f008914f
 _FIRST = np.array([((1 << 8 * k) - 1) << 64 - 8 * k for k in range(9)], np.uint64)  # masks: the first k of 8 bytes
@@ -329,11 +541,19 @@ def _rank_table(self: Tokenizer) -> tuple:
     "The merge tables as arrays for `_merge_many` (built on first use): ranks by packed pair, byte pairs, merged ids, byte ids."
     if self._rank_arrays is None:
         keys = np.fromiter(self._ranks, np.uint64, len(self._ranks))
-        table = _KeyTable()
-        table.intern(keys, np.ones(len(keys), np.uint64), np.fromiter(self._ranks.values(), np.int64, len(keys)))
+        order = np.argsort(keys)  # sorted: a lookup is a binary search (no table to build: 10 ms for o200k)
+        table = keys[order], np.fromiter(self._ranks.values(), np.int64, len(keys))[order]
         self._rank_arrays = (table, np.array(self._pair_ranks, np.int64), np.array(self.merged + [-1], np.int64),
                              np.array(self.byte_ids, np.int64))
     return self._rank_arrays
+
+def _sorted_get(keys: np.ndarray, values: np.ndarray,  # sorted keys and their values
+                wanted: np.ndarray, none: int  # keys to look up; the value of a missing one
+               ) -> np.ndarray:
+    "The value of each wanted key, by binary search."
+    i = np.searchsorted(keys, wanted)
+    i[i == len(keys)] = 0
+    return np.where(keys[i] == wanted, values[i], none)
 
 @patch
 def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding
@@ -367,8 +587,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
         if w == 2: continue
         left, right = np.maximum(p - 1, 0), np.minimum(p + 1, w - 2)  # the new pairs on each side
         pairs = np.concatenate([ids[ar, left] << shift | new, new << shift | ids[ar, right]]).astype(np.uint64)
-        found = table.get(pairs, np.ones(len(pairs), np.uint64))
-        found[found < 0] = none
+        found = _sorted_get(*table, pairs, none)
         m = p >= 1
         rk[ar[m], p[m] - 1] = found[:len(p)][m]
         m = p < w - 2
@@ -392,12 +611,12 @@ def _bulk_state(self: Tokenizer) -> _Bulk:
 
 # %% ../nbs/04a_fast_encoding.ipynb #4934373f
 @patch
-def _new_rows(self: Tokenizer, text: str,  # the block's text
-              at: np.ndarray, size: np.ndarray,  # where new pre-tokens (of at most 15 bytes) start in it, their lengths
+def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
+              at: np.ndarray, size: np.ndarray,  # where new pre-tokens (of at most 15 bytes) start in it, their lengths (bytes)
               b: np.ndarray  # the text's bytes
              ) -> list[tuple[int, ...]]:
-    "The ids of the new pre-tokens `text[at:at + size]`: from the cache, else merged together (and then cached)."
-    pieces = list(map(text.__getitem__, map(slice, at.tolist(), (at + size).tolist())))
+    "The ids of the new pre-tokens `raw[at:at + size]`: from the cache, else merged together (and then cached)."
+    pieces = [raw[i:j].decode() for i, j in zip(at.tolist(), (at + size).tolist())]
     ids = list(map(self._cache.get, pieces))
     missing = [i for i, v in enumerate(ids) if v is None]
     if len(missing) < _MANY_MIN:
@@ -411,10 +630,17 @@ def _new_rows(self: Tokenizer, text: str,  # the block's text
     return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
+def _byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; positions in them
+                ) -> np.ndarray:
+    "The positions `chars` of a text as offsets in its UTF-8 bytes."
+    size = (cp >= 0x80).astype(np.int64) + (cp >= 0x800) + (cp >= 0x10000) + 1
+    at = np.zeros(len(cp) + 1, np.int64); np.cumsum(size, out=at[1:])
+    return at[chars]
+
 @patch
-def _encode_bulk(self: Tokenizer, items: list,  # pure-ASCII texts, and tuples of ids to put between them
+def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them
                  out: list[int]):
-    "Append the ids of `items` to `out`: pre-tokens found by `_gpt2_starts`, known by key, new ones merged together."
+    "Append the ids of `items` to `out`: pre-tokens found by `_gpt2_starts` or `_array_bounds`, known by key, new ones merged together."
     bulk = self._bulk_state()
     self._bulk_local.state = None  # out of the thread's hands while it changes
     try: ids = self._bulk_ids(items, bulk)
@@ -433,25 +659,30 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     "The ids of `items` (as `_encode_bulk` takes them) as an array, with `bulk` updated."
     texts = [x for x in items if type(x) is str]
     text = "".join(texts)
-    b, edge = np.frombuffer(text.encode("ascii"), np.uint8), np.zeros(len(text) + 1, bool)
+    edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
-    bounds = _gpt2_starts(b, edge)
+    if self._rules is None: raw = text.encode("ascii"); chars = bounds = _gpt2_starts(np.frombuffer(raw, np.uint8), edge)
+    else:
+        chars, cp = _array_bounds(text, edge, self._rules, self._find)
+        raw = text.encode("utf-8")
+        bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
+    b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
     short = np.flatnonzero(lens <= _KEY_BYTES)
     rows[short], added = bulk.table.intern(*_piece_keys(b, starts[short], lens[short]), bulk.rows.n)
-    if len(added): bulk.rows.add(self._new_rows(text, starts[short[added]], lens[short[added]], b))
+    if len(added): bulk.rows.add(self._new_rows(raw, starts[short[added]], lens[short[added]], b))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
     long = np.flatnonzero(lens > _KEY_BYTES)
     if len(long):  # looked up as `str`, in the cache
-        pieces = list(map(text.__getitem__, map(slice, starts[long].tolist(), bounds[long + 1].tolist())))
+        pieces = [raw[i:j].decode() for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())]
         distinct = list(dict.fromkeys(pieces))
         row_of = dict(zip(distinct, bulk.rows.add(list(map(self._cache.__getitem__, distinct))).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
     between = [x for x in items if type(x) is not str]
     if between:  # each goes in before the pre-tokens of the text that follows it
         at = np.cumsum([len(x) if type(x) is str else 0 for x in items])[[type(x) is not str for x in items]]
-        rows = np.insert(rows, np.searchsorted(starts, at), bulk.rows.add(between))
+        rows = np.insert(rows, np.searchsorted(chars[:-1], at), bulk.rows.add(between))
     ids = bulk.rows.gather(rows)
     bulk.rows.n, bulk.rows.n_ids = kept
     return ids
@@ -480,7 +711,7 @@ def _safe_blocks(text: str, size: int) -> Iterator[str]:
 @patch
 def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, text, ... as `rx.split` gives them
                   out: list[int]):
-    "Append the ids of `parts` to `out`; with GPT-2's pattern, long pure-ASCII texts take the bulk path."
+    "Append the ids of `parts` to `out`; long texts take the bulk path (GPT-2's pattern: their pure-ASCII stretches)."
     try: self._encode_parts(parts, out)
     finally: self._trim_cache()
 
@@ -493,13 +724,14 @@ def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]):
             if i & 1: out.append(specials[part])
             elif part: self._encode_ordinary(part, out)
         return
-    items, size = [], 0  # a block: ASCII texts, and the ids of what goes between them
+    items, size = [], 0  # a block: texts, and the ids of what goes between them
     for i, part in enumerate(parts):
         if i & 1:
             if items: items.append((specials[part],))
             else: out.append(specials[part])
             continue
-        for a, b, plain in ((0, len(part), True),) if part.isascii() else _stretches(part):
+        whole = self._rules is not None or part.isascii()  # the array path takes any text
+        for a, b, plain in ((0, len(part), True),) if whole else _stretches(part):
             if a == b: continue
             if not plain:  # the regex path, its ids in the block
                 if items: ids = []; self._encode_ordinary(part[a:b], ids); items.append(tuple(ids))
