@@ -541,19 +541,44 @@ def _rank_table(self: Tokenizer) -> tuple:
     "The merge tables as arrays for `_merge_many` (built on first use): ranks by packed pair, byte pairs, merged ids, byte ids."
     if self._rank_arrays is None:
         keys = np.fromiter(self._ranks, np.uint64, len(self._ranks))
-        order = np.argsort(keys)  # sorted: a lookup is a binary search (no table to build: 10 ms for o200k)
-        table = keys[order], np.fromiter(self._ranks.values(), np.int64, len(keys))[order]
+        table = _pair_table(keys, np.fromiter(self._ranks.values(), np.int64, len(keys)))
         self._rank_arrays = (table, np.array(self._pair_ranks, np.int64), np.array(self.merged + [-1], np.int64),
                              np.array(self.byte_ids, np.int64))
     return self._rank_arrays
 
-def _sorted_get(keys: np.ndarray, values: np.ndarray,  # sorted keys and their values
-                wanted: np.ndarray, none: int  # keys to look up; the value of a missing one
-               ) -> np.ndarray:
-    "The value of each wanted key, by binary search."
-    i = np.searchsorted(keys, wanted)
-    i[i == len(keys)] = 0
-    return np.where(keys[i] == wanted, values[i], none)
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of `key * _MIX` pick the slot
+
+def _pair_table(keys: np.ndarray, values: np.ndarray  # distinct uint64 keys, their values (>= 0)
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    "A hash table of `keys` in two arrays, linear probing, at most a quarter full; built in rounds, one slot per key each."
+    bits = max(10, int(len(keys)).bit_length() + 2)
+    slot = (keys * _MIX >> np.uint64(64 - bits)).astype(np.int64)
+    owner, todo = np.full(1 << bits, -1, np.int64), np.arange(len(keys))
+    while len(todo):  # free slots go to one of their claimants (the last write); the others try the next slot
+        s = slot[todo]
+        free = owner[s] < 0
+        owner[s[free]] = todo[free]
+        moved = todo[owner[s] != todo]
+        slot[moved] = (slot[moved] + 1) & ((1 << bits) - 1)
+        todo = moved
+    full = owner >= 0
+    tk, tv = np.zeros(1 << bits, np.uint64), np.full(1 << bits, -1, np.int64)
+    tk[full], tv[full] = keys[owner[full]], values[owner[full]]
+    return tk, tv, bits
+
+def _pair_get(tk: np.ndarray, tv: np.ndarray, bits: int,  # a table from `_pair_table`
+              wanted: np.ndarray, none: int  # uint64 keys to look up; the value of a missing one
+             ) -> np.ndarray:
+    "The value of each wanted key, `none` if absent: all keys probe together, round by round."
+    out, at = np.full(len(wanted), none, np.int64), np.arange(len(wanted))
+    slot = (wanted * _MIX >> np.uint64(64 - bits)).astype(np.int64)
+    while len(at):
+        v = tv[slot]
+        hit = (v >= 0) & (tk[slot] == wanted)
+        out[at[hit]] = v[hit]
+        go = (v >= 0) & ~hit  # an occupied slot with another key: the next one
+        at, slot, wanted = at[go], (slot[go] + 1) & ((1 << bits) - 1), wanted[go]
+    return out
 
 @patch
 def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding
@@ -587,7 +612,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
         if w == 2: continue
         left, right = np.maximum(p - 1, 0), np.minimum(p + 1, w - 2)  # the new pairs on each side
         pairs = np.concatenate([ids[ar, left] << shift | new, new << shift | ids[ar, right]]).astype(np.uint64)
-        found = _sorted_get(*table, pairs, none)
+        found = _pair_get(*table, pairs, none)
         m = p >= 1
         rk[ar[m], p[m] - 1] = found[:len(p)][m]
         m = p < w - 2
@@ -652,6 +677,30 @@ def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's 
     self._bulk_local.state = bulk
     out += ids.tolist()
 
+_LONG_MAX = 128  # bytes: longer new pre-tokens are merged one by one (the heap), shorter ones together
+
+@patch
+def _merge_all(self: Tokenizer, pieces: list[str]  # distinct pre-tokens
+              ) -> list[tuple[int, ...]]:
+    "The ids of `pieces`: from the cache, else merged together by `_merge_many` in groups of similar length (and cached)."
+    ids = list(map(self._cache.get, pieces))
+    missing = [i for i, v in enumerate(ids) if v is None]
+    data = [pieces[i].encode() for i in missing]
+    groups = {}  # by byte length: at most 32, 64, 128 bytes, and longer ones one by one
+    for i, d in zip(missing, data): groups.setdefault(next((w for w in (32, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
+    for width, rows in groups.items():
+        if width == 0 or len(rows) < _MANY_MIN:
+            for i in rows: ids[i] = self._cache[pieces[i]]
+            continue
+        raw = [pieces[i].encode() for i in rows]
+        lens = np.fromiter(map(len, raw), np.int64, len(raw))
+        flat = np.frombuffer(b"".join(raw) + bytes(width), np.uint8)
+        at = np.cumsum(lens) - lens
+        for i, t in zip(rows, self._merge_many(flat[at[:, None] + np.arange(int(lens.max()))], lens)):
+            ids[i] = t
+            if len(pieces[i]) <= _CACHE_MAX_CHARS: self._cache[pieces[i]] = t
+    return ids
+
 @patch
 def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
               bulk: _Bulk  # the state to use and update
@@ -677,7 +726,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     if len(long):  # looked up as `str`, in the cache
         pieces = [raw[i:j].decode() for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())]
         distinct = list(dict.fromkeys(pieces))
-        row_of = dict(zip(distinct, bulk.rows.add(list(map(self._cache.__getitem__, distinct))).tolist()))
+        row_of = dict(zip(distinct, bulk.rows.add(self._merge_all(distinct)).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
     between = [x for x in items if type(x) is not str]
     if between:  # each goes in before the pre-tokens of the text that follows it
