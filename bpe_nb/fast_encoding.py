@@ -364,7 +364,7 @@ def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> np.ndarray:
         q, k = q[ok], k[ok]
 
 def _whitespace_starts(start, f, grp, ws, nl, first, stop, rules: ArrayRules):
-    "Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."
+    r"Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."
     n = len(f)
     a, b = _run_bounds(ws, first)
     at_end = stop[b - 1]
