@@ -315,7 +315,11 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     word, punct, ws, digit, nl = grp == 0, grp == 2, grp == 3, grp == 1, f == NL
     prev = np.empty(n, np.uint8); prev[1:] = f[:-1]; prev[:1] = 9; prev[first] = 9  # the class before; 9: none
     taken = None
-    if rules.contractions == "suffix": taken = _suffixes(cp, prev, stop); grp[taken] = 4; word &= ~taken
+    if rules.contractions == "suffix":
+        q, k = _suffixes(cp, prev, stop)
+        tk = _spans(q, q + k)  # their characters
+        taken = np.zeros(n, bool); taken[tk] = True
+        grp[tk] = 4; word[tk] = False
     a, b = _run_bounds(nl, first)  # newlines right after punctuation go with it: `[\r\n]*`
     a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
     a, b = a[punct[a - 1]], b[punct[a - 1]]
@@ -344,14 +348,14 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         q, k = q[k > 0], k[k > 0]
         start[q] = True; start[q + 1] = False; start[(q + 2)[k == 3]] = False; start[q + k] = True
     elif taken is not None:  # a suffix is part of the word before it
-        start[:n][taken] = False
-        start[np.flatnonzero(taken[:-1] & ~taken[1:]) + 1] = True
+        start[tk] = False
+        start[q + k] = True
     start[edge] = True
     return start
 
 # %% ../nbs/04a_fast_encoding.ipynb #arr00016
-def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> np.ndarray:
-    "True on the characters of the contractions that end a word (o200k's `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`)."
+def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "Where the contractions that end a word start (o200k's `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`), and their lengths."
     q = np.flatnonzero((cp == 39) & (prev <= LO))
     k = _contraction_len(cp, q, stop)
     q, k = q[k > 0], k[k > 0]
@@ -360,7 +364,7 @@ def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> np.ndarray:
         taken[:] = False
         for j in range(3): taken[(q + j)[j < k]] = True
         ok = ~taken[q - 1]
-        if ok.all(): return taken[:-1]
+        if ok.all(): return q, k
         q, k = q[ok], k[ok]
 
 def _whitespace_starts(start, f, grp, ws, nl, first, stop, rules: ArrayRules):
@@ -542,8 +546,8 @@ def _rank_table(self: Tokenizer) -> tuple:
     if self._rank_arrays is None:
         keys = np.fromiter(self._ranks, np.uint64, len(self._ranks))
         table = _pair_table(keys, np.fromiter(self._ranks.values(), np.int64, len(keys)))
-        self._rank_arrays = (table, np.array(self._pair_ranks, np.int64), np.array(self.merged + [-1], np.int64),
-                             np.array(self.byte_ids, np.int64))
+        self._rank_arrays = (table, np.array(self._pair_ranks, np.int32), np.array(self.merged + [-1], np.int32),
+                             np.array(self.byte_ids, np.int32))  # int32: half the memory traffic of the rounds
     return self._rank_arrays
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of `key * _MIX` pick the slot
@@ -603,6 +607,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
             rows, ids, rk, p, r, n = (a[~done] for a in (rows, ids, rk, p, r, n))
             ar = np.arange(len(rows))
         w, new = ids.shape[1], merged[r]
+        wide = new.astype(np.int64)
         ids[ar, p] = new  # the pair's left id becomes the merged one; its right id goes
         keep = np.ones(ids.shape, bool); keep[ar, p + 1] = False
         ids = ids[keep].reshape(len(rows), w - 1)
@@ -611,7 +616,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
         n = n - 1
         if w == 2: continue
         left, right = np.maximum(p - 1, 0), np.minimum(p + 1, w - 2)  # the new pairs on each side
-        pairs = np.concatenate([ids[ar, left] << shift | new, new << shift | ids[ar, right]]).astype(np.uint64)
+        pairs = np.concatenate([ids[ar, left].astype(np.int64) << shift | wide, wide << shift | ids[ar, right]]).astype(np.uint64)
         found = _pair_get(*table, pairs, none)
         m = p >= 1
         rk[ar[m], p[m] - 1] = found[:len(p)][m]
@@ -658,9 +663,10 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
 def _byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; positions in them
                 ) -> np.ndarray:
     "The positions `chars` of a text as offsets in its UTF-8 bytes."
-    size = (cp >= 0x80).astype(np.int64) + (cp >= 0x800) + (cp >= 0x10000) + 1
-    at = np.zeros(len(cp) + 1, np.int64); np.cumsum(size, out=at[1:])
-    return at[chars]
+    wide = np.flatnonzero(cp >= 0x80)  # the characters of more than one byte, and how many more
+    extra = np.zeros(len(wide) + 1, np.int64)
+    np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
+    return chars + extra[np.searchsorted(wide, chars)]
 
 @patch
 def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them

@@ -1378,11 +1378,13 @@ def test_bulk_path_is_taken_only_where_it_applies(gpt2_files, monkeypatch):
     monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(1) or real(self, items, out))
     long_ascii = "It rained all day and we stayed in. " * 2000
     Tokenizer(*gpt2_files).encode(long_ascii[:1000])  # short
-    Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode(long_ascii)  # another pattern
+    Tokenizer(*gpt2_files, pattern=R50K_PATTERN).encode(long_ascii)  # a pattern without array rules
     Tokenizer(*gpt2_files).encode("café " * 20_000)  # no pure-ASCII text
     assert calls == []
     Tokenizer(*gpt2_files).encode(long_ascii)
     assert calls == [1]
+    Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode("café " * 20_000)  # array rules: any text (04a)
+    assert calls == [1, 1]
 
 
 def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):
