@@ -709,7 +709,8 @@ def _merge_all(self: Tokenizer, pieces: list[str]  # distinct pre-tokens
 
 @patch
 def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
-              bulk: _Bulk  # the state to use and update
+              bulk: _Bulk,  # the state to use and update
+              counts: list | None = None  # if given (and `items` are all texts): gets the number of ids of each text
              ) -> np.ndarray:
     "The ids of `items` (as `_encode_bulk` takes them) as an array, with `bulk` updated."
     texts = [x for x in items if type(x) is str]
@@ -734,6 +735,9 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         distinct = list(dict.fromkeys(pieces))
         row_of = dict(zip(distinct, bulk.rows.add(self._merge_all(distinct)).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
+    if counts is not None:  # the text of each pre-token, and the ids of its row
+        of = np.searchsorted(np.cumsum([0, *map(len, texts)]), chars[:-1], "right") - 1
+        counts += np.bincount(of, bulk.rows.size[rows], len(texts)).astype(np.int64).tolist()
     between = [x for x in items if type(x) is not str]
     if between:  # each goes in before the pre-tokens of the text that follows it
         at = np.cumsum([len(x) if type(x) is str else 0 for x in items])[[type(x) is not str for x in items]]
@@ -817,6 +821,7 @@ def _encode_texts(tok: Tokenizer, texts: list[str], rx,  # `rx`: the special tok
                   first: int = 0  # the index of `texts[0]` in the whole batch, for error messages
                  ) -> list[list[int]]:
     "`_encode` each text; an error names the text at fault (`texts[i]: ...`)."
+    if (gathered := _encode_gathered(tok, texts, rx)) is not None: return gathered  # many short texts, together
     out = []
     for i, t in enumerate(texts):
         try: out.append(tok._encode(t, rx))
@@ -851,6 +856,34 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
                 ) -> list[str]:
     "`decode` each sequence of ids."
     return [self.decode(ids, errors) for ids in batch]
+
+# %% ../nbs/04a_fast_encoding.ipynb #arr00102
+def _encode_gathered(tok: Tokenizer, texts: list[str], rx  # `rx`: the special tokens to honour, as `_encode` takes it
+                    ) -> list[list[int]] | None:
+    "The ids of many short texts, their text parts through the array path together; None when that does not apply."
+    if (tok._rules is None or not tok._bulk_ok or len(texts) < 2 or max(map(len, texts)) > _BULK_BLOCK
+            or sum(map(len, texts)) < _BULK_MIN): return None
+    parts = [[t] if rx is None else rx.split(t) for t in texts]  # text, special, text, ...
+    strs = [p for ps in parts for p in ps[::2] if p]
+    ids, counts, a = [], [], 0
+    try:
+        while a < len(strs):  # a block: texts of about `_BULK_BLOCK` characters in all
+            b, size = a, 0
+            while b < len(strs) and size < _BULK_BLOCK: size += len(strs[b]); b += 1
+            bulk = tok._bulk_state(); tok._bulk_local.state = None
+            ids += tok._bulk_ids(strs[a:b], bulk, counts).tolist()
+            tok._bulk_local.state = bulk
+            a = b
+    except (UnicodeEncodeError, _Flooded): return None  # surrogates to repair, or colliding keys: text by text
+    finally: tok._trim_cache()
+    out, pos, k = [], 0, 0
+    for ps in parts:
+        one = []
+        for j, p in enumerate(ps):
+            if j & 1: one.append(tok.special_tokens[p])
+            elif p: one += ids[pos:pos + counts[k]]; pos += counts[k]; k += 1
+        out.append(one)
+    return out
 
 # %% ../nbs/04a_fast_encoding.ipynb #af97c79a
 _STREAM_BLOCK = 1 << 16  # characters gathered from the iterable before each encoding step
