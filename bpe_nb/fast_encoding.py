@@ -626,6 +626,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
 
 # %% ../nbs/04a_fast_encoding.ipynb #8475fc75
 _BULK_MIN = 1 << 15  # characters of text in a call, at least, for the bulk path: below it the regex path is faster
+_ARRAY_MIN = 1 << 14  # the same for a pattern of `ARRAY_RULES`, whose regex path is slower
 _BULK_BLOCK = 1 << 18  # characters handled per round of array operations
 _BULK_MAX = 1 << 20  # characters without a safe cut, at most, in a block: a longer stretch takes the regex path
 _MANY_MIN = 128  # new pre-tokens, at least, for `_merge_many`; fewer go through the cache one by one
@@ -778,7 +779,7 @@ def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, tex
 def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]):
     "The work of `_encode_split`: the regex path, or blocks for the bulk path."
     specials = self.special_tokens
-    if not self._bulk_ok or sum(map(len, parts[::2])) < _BULK_MIN:
+    if not self._bulk_ok or sum(map(len, parts[::2])) < (_BULK_MIN if self._rules is None else _ARRAY_MIN):
         for i, part in enumerate(parts):
             if i & 1: out.append(specials[part])
             elif part: self._encode_ordinary(part, out)
@@ -862,7 +863,7 @@ def _encode_gathered(tok: Tokenizer, texts: list[str], rx  # `rx`: the special t
                     ) -> list[list[int]] | None:
     "The ids of many short texts, their text parts through the array path together; None when that does not apply."
     if (tok._rules is None or not tok._bulk_ok or len(texts) < 2 or max(map(len, texts)) > _BULK_BLOCK
-            or sum(map(len, texts)) < _BULK_MIN): return None
+            or sum(map(len, texts)) < _ARRAY_MIN): return None
     parts = [[t] if rx is None else rx.split(t) for t in texts]  # text, special, text, ...
     strs = [p for ps in parts for p in ps[::2] if p]
     ids, counts, a = [], [], 0

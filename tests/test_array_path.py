@@ -85,7 +85,7 @@ def test_classes_match_regex():
 @pytest.fixture
 def bulk_always(monkeypatch):
     "Every text takes the bulk (array) path, however short."
-    monkeypatch.setattr(fe, "_BULK_MIN", 0)
+    monkeypatch.setattr(fe, "_BULK_MIN", 0); monkeypatch.setattr(fe, "_ARRAY_MIN", 0)
 
 
 def mixed_text(rng: random.Random, n: int) -> str:
@@ -116,9 +116,9 @@ def test_random_unicode_equals_tiktoken(real_pair, parts):
     "Random unicode, with `<|endoftext|>` between the parts, through the array path: tiktoken's ids."
     ours, reference = real_pair
     text = "<|endoftext|>".join(parts)
-    saved, fe._BULK_MIN = fe._BULK_MIN, 0  # (a function-scoped fixture does not mix with @given)
+    saved, fe._ARRAY_MIN = fe._ARRAY_MIN, 0  # (a function-scoped fixture does not mix with @given)
     try: got = ours.encode(text, allowed_special="all")
-    finally: fe._BULK_MIN = saved
+    finally: fe._ARRAY_MIN = saved
     assert got == reference.encode(text, allowed_special="all")
 
 

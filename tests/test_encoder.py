@@ -1338,7 +1338,7 @@ def test_merge_many_equals_the_scan_on_gpt2(gpt2):
     assert gpt2._merge_many(*_padded(words)) == [gpt2._encode_piece(w) for w in words]
 
 
-BULK_EVERYWHERE = {"_BULK_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
+BULK_EVERYWHERE = {"_BULK_MIN": 1, "_ARRAY_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
 
 
 @pytest.fixture
