@@ -554,8 +554,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of `key 
 
 def _pair_table(keys: np.ndarray, values: np.ndarray  # distinct uint64 keys, their values (>= 0)
                ) -> tuple[np.ndarray, np.ndarray, int]:
-    "A hash table of `keys` in two arrays, linear probing, at most a quarter full; built in rounds, one slot per key each."
-    bits = max(10, int(len(keys)).bit_length() + 2)
+    "A hash table of `keys` in two arrays, linear probing, at most half full; built in rounds, one slot per key each."
+    bits = max(10, int(len(keys)).bit_length() + 1)
     slot = (keys * _MIX >> np.uint64(64 - bits)).astype(np.int64)
     owner, todo = np.full(1 << bits, -1, np.int64), np.arange(len(keys))
     while len(todo):  # free slots go to one of their claimants (the last write); the others try the next slot
@@ -566,7 +566,7 @@ def _pair_table(keys: np.ndarray, values: np.ndarray  # distinct uint64 keys, th
         slot[moved] = (slot[moved] + 1) & ((1 << bits) - 1)
         todo = moved
     full = owner >= 0
-    tk, tv = np.zeros(1 << bits, np.uint64), np.full(1 << bits, -1, np.int64)
+    tk, tv = np.zeros(1 << bits, np.uint64), np.full(1 << bits, -1, np.int32)  # (ranks fit 31 bits: `_bulk_ok`)
     tk[full], tv[full] = keys[owner[full]], values[owner[full]]
     return tk, tv, bits
 
