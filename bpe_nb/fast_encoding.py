@@ -423,8 +423,10 @@ def _array_bounds(text: str,  # the texts of a block, joined
         safe = np.zeros(n + 1, bool)
         safe[1:n] = (cp[1:] == 32) & (f[:-1] < SPACE) & ~((cp[:-1] >= 0x1C) & (cp[:-1] <= 0x1F))
         cuts = np.flatnonzero(safe | edge)
-        for a in np.unique(cuts[np.searchsorted(cuts, h, "right") - 1]).tolist():
-            b = int(cuts[np.searchsorted(cuts, a, "right")])
+        lo = np.unique(cuts[np.searchsorted(cuts, h, "right") - 1])
+        hi = cuts[np.searchsorted(cuts, lo, "right")]
+        apart = (lo[1:] != hi[:-1]) | edge[hi[:-1]]  # stretches that touch are one (unless a text ends there)
+        for a, b in zip(lo[np.r_[True, apart]].tolist(), hi[np.r_[apart, True]].tolist()):
             start[a:b] = False
             start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
     return np.flatnonzero(start), cp

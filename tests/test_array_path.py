@@ -142,3 +142,16 @@ def test_toy_vocab_llama3_and_tekken(bulk_always):
         expected = []
         tok._encode_ordinary(text, expected)  # the regex path
         assert tok.encode(text) == expected
+
+
+def test_scripts_with_marks(real_pair, bulk_always):
+    "Devanagari, Thai and vowelled Arabic are full of marks (left to the regex under o200k's rules): still tiktoken's ids."
+    ours, reference = real_pair
+    rng = random.Random(3)
+    words = [" नमस्ते", " दुनिया", " हिन्दी", " ภาษาไทย", " สวัสดี", " مَرْحَبًا", " بِالْعَالَم", " e\u0301t\u00e9", " plain", " 123", ".", "\n"]
+    text = "".join(rng.choice(words) for _ in range(20_000))
+    ours._cache.clear(); ours._bulk_local.state = None
+    assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)
+    for pattern, rules in PATTERNS:
+        parts = [text[:3000], text[3000:3100], text[3100:9000]]
+        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in compile_pattern(pattern).findall(t)]
