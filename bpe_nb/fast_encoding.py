@@ -548,7 +548,8 @@ def _rank_table(self: Tokenizer) -> tuple:
     if self._rank_arrays is None:
         keys = np.fromiter(self._ranks, np.uint64, len(self._ranks))
         table = _pair_table(keys, np.fromiter(self._ranks.values(), np.int64, len(keys)))
-        self._rank_arrays = (table, np.array(self._pair_ranks, np.int32), np.array(self.merged + [-1], np.int32),
+        merged = np.fromiter(chain(self.merged, [-1]), np.int32, len(self.merged) + 1)
+        self._rank_arrays = (table, np.fromiter(self._pair_ranks, np.int32, len(self._pair_ranks)), merged,
                              np.array(self.byte_ids, np.int32))  # int32: half the memory traffic of the rounds
     return self._rank_arrays
 
@@ -635,7 +636,7 @@ _MANY_MIN = 128  # new pre-tokens, at least, for `_merge_many`; fewer go through
 
 class _Bulk:
     "What the bulk path knows between calls: a key table and the rows of ids it points to."
-    def __init__(self): self.table, self.rows = _KeyTable(), _Rows()
+    def __init__(self): self.table, self.rows = _KeyTable(15), _Rows()  # room for a first block's pre-tokens
 
 @patch
 def _bulk_state(self: Tokenizer) -> _Bulk:
