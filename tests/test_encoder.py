@@ -1338,7 +1338,7 @@ def test_merge_many_equals_the_scan_on_gpt2(gpt2):
     assert gpt2._merge_many(*_padded(words)) == [gpt2._encode_piece(w) for w in words]
 
 
-BULK_EVERYWHERE = {"_BULK_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
+BULK_EVERYWHERE = {"_BULK_MIN": 1, "_ARRAY_MIN": 1, "_BULK_BLOCK": 64, "_MANY_MIN": 2}  # every call in bulk, small blocks, misses merged together
 
 
 @pytest.fixture
@@ -1378,11 +1378,13 @@ def test_bulk_path_is_taken_only_where_it_applies(gpt2_files, monkeypatch):
     monkeypatch.setattr(Tokenizer, "_encode_bulk", lambda self, items, out: calls.append(1) or real(self, items, out))
     long_ascii = "It rained all day and we stayed in. " * 2000
     Tokenizer(*gpt2_files).encode(long_ascii[:1000])  # short
-    Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode(long_ascii)  # another pattern
+    Tokenizer(*gpt2_files, pattern=R50K_PATTERN).encode(long_ascii)  # a pattern without array rules
     Tokenizer(*gpt2_files).encode("café " * 20_000)  # no pure-ASCII text
     assert calls == []
     Tokenizer(*gpt2_files).encode(long_ascii)
     assert calls == [1]
+    Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode("café " * 20_000)  # array rules: any text (04a)
+    assert calls == [1, 1]
 
 
 def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):

@@ -1,0 +1,157 @@
+"""The array path of chapter 04a (`_array_bounds` and the bulk encoder) against the regex path and tiktoken.
+
+The regex path is the reference: for every pattern in `ARRAY_RULES`, the pre-tokens the array rules find
+must be the ones `regex` finds, on any text (hypothesis), and the ids of cl100k and o200k through the
+array path must be tiktoken's on prose, Python source, mixed English/CJK and random unicode.
+"""
+import random
+import sys
+
+import numpy as np
+import pytest
+import regex
+from hypothesis import given, settings, strategies as st
+
+import bpe_nb.fast_encoding as fe
+from bpe_nb.encoder import Tokenizer
+from bpe_nb.fast_encoding import ARRAY_RULES, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES
+from bpe_nb.pretokenize import CL100K_PATTERN, O200K_PATTERN, compile_pattern
+
+LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+TEKKEN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?"
+          r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+PATTERNS = [(CL100K_PATTERN, CL100K_RULES), (O200K_PATTERN, O200K_RULES), (LLAMA3, LLAMA3_RULES), (TEKKEN, TEKKEN_RULES)]
+
+# characters of every class the rules tell apart, the ones the rules single out, and some of every script
+SPECIAL = list("aAbZsStTdDmMlLvVrReE'  \t\n\r/!.,;-_0123456789") + [
+    "é", "É", "ß", "ǅ", "ʰ", "中", "文", "の", "한", "\u0301", "\u0903", "\u00a0", "\u3000", "\x85", "\u2028", "²", "½",
+    "Ⅻ", "ſ", "\x1c", "\x1f", "\x0b", "\x0c", "—", "“", "🙂", "\U0001d400", "\u0660", "\ufeff"]
+chars = st.one_of(st.sampled_from(SPECIAL), st.characters(blacklist_categories=("Cs",)))
+texts = st.lists(st.text(chars, min_size=1, max_size=40), min_size=1, max_size=4)
+
+
+def array_pieces(rules, pattern, parts):
+    joined = "".join(parts)
+    edge = np.zeros(len(joined) + 1, bool)
+    edge[np.cumsum([0, *map(len, parts)])] = True
+    s = fe._array_bounds(joined, edge, rules, compile_pattern(pattern).findall)[0].tolist()
+    return [joined[a:b] for a, b in zip(s, s[1:])]
+
+
+def test_the_patterns_are_registered():
+    for pattern, rules in PATTERNS: assert ARRAY_RULES[pattern] == rules
+    import json, pathlib
+    try: import mistral_common
+    except ImportError: return
+    path = pathlib.Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
+    if path.exists(): assert json.loads(path.read_text())["config"]["pattern"] == TEKKEN
+
+
+@pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
+@settings(max_examples=400)
+@given(parts=texts)
+def test_array_bounds_equal_regex(pattern, rules, parts):
+    rx = compile_pattern(pattern)
+    assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)]
+
+
+@pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
+def test_array_bounds_dense_random(pattern, rules):
+    "Short texts over the singled-out characters only: every rule's corner cases, thousands of times."
+    rng, rx = random.Random(7), compile_pattern(pattern)
+    for _ in range(3000):
+        parts = ["".join(rng.choices(SPECIAL, k=rng.randint(1, 10))) for _ in range(rng.randint(1, 3))]
+        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
+
+
+def test_contraction_letters_match_regex():
+    "The letters `(?i)` folds onto s d m t (one-letter contractions) and onto l v r e, over every code point."
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    one = {m.group() for m in regex.finditer(r"(?i:[sdmt])", every)}
+    assert one == {chr(c) for c in np.flatnonzero(fe._C1)}
+    assert {m.group() for m in regex.finditer(r"(?i:[lver])", every)} == set("lverLVER")  # ASCII only, as coded
+
+
+def test_classes_match_regex():
+    "The class table agrees with `regex` on every assigned or unassigned code point of the BMP and plane 1."
+    cps = np.array([c for c in range(0x20000) if not 0xD800 <= c <= 0xDFFF], np.uint32)
+    f = fe._char_classes(cps)
+    s = "".join(map(chr, cps.tolist()))
+    for cls, rx in [(fe.LL, r"\p{Ll}"), (fe.DIGIT, r"\p{N}"), (fe.MARK, r"\p{M}")]:
+        assert set(np.flatnonzero(f == cls).tolist()) == {m.start() for m in regex.finditer(rx, s)}
+    assert set(np.flatnonzero(f >= fe.SPACE).tolist()) == {m.start() for m in regex.finditer(r"\s", s)}
+
+
+@pytest.fixture
+def bulk_always(monkeypatch):
+    "Every text takes the bulk (array) path, however short."
+    monkeypatch.setattr(fe, "_BULK_MIN", 0); monkeypatch.setattr(fe, "_ARRAY_MIN", 0)
+
+
+def mixed_text(rng: random.Random, n: int) -> str:
+    "English, CJK, accents, digits, code-ish punctuation and contractions, in random order."
+    words = ["The", " quick", " brown", " fox", " can't", " WON'T", " they'll", " 2024", " 1234567", ",", ".", "\n",
+             "\n\n", "  ", " 中文文本", "没有空格", "。", "日本語のテキスト", "、", " 한국어", " naïve", " café", " Ünïcödé",
+             " e\u0301", " x/y", "\n//", " //", "\t", " (x)", " {'a': 1}", " HTTPServer", " CamelCase", " \u00a0",
+             " 🙂", " ½", " ſ", "'s", " 'll", "—", " “q”"]
+    return "".join(rng.choice(words) for _ in range(n))
+
+
+def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample):
+    ours, reference = real_pair
+    assert ours._rules is not None and ours._bulk_ok
+    import pathlib
+    code = "".join(p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(fe.__file__).parent.glob("*.py"))[:6])
+    prose = tinystories_sample.read_text(encoding="utf-8")[:150_000]
+    rng = random.Random(0)
+    for text in (prose, code, mixed_text(rng, 20_000), "".join(rng.choice(SPECIAL) for _ in range(5000))):
+        ours._cache.clear(); ours._bulk_local.state = None  # cold: the new pre-tokens are merged together
+        assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)
+        assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)  # warm
+
+
+@settings(max_examples=60)
+@given(parts=st.lists(st.text(chars, max_size=60), min_size=1, max_size=5))
+def test_random_unicode_equals_tiktoken(real_pair, parts):
+    "Random unicode, with `<|endoftext|>` between the parts, through the array path: tiktoken's ids."
+    ours, reference = real_pair
+    text = "<|endoftext|>".join(parts)
+    saved, fe._ARRAY_MIN = fe._ARRAY_MIN, 0  # (a function-scoped fixture does not mix with @given)
+    try: got = ours.encode(text, allowed_special="all")
+    finally: fe._ARRAY_MIN = saved
+    assert got == reference.encode(text, allowed_special="all")
+
+
+def test_encode_batch_short_texts(real_pair, bulk_always):
+    ours, reference = real_pair
+    rng = random.Random(1)
+    docs = [mixed_text(rng, rng.randint(0, 30)) for _ in range(300)]
+    assert ours.encode_batch(docs, workers=1) == reference.encode_ordinary_batch(docs)
+
+
+def test_toy_vocab_llama3_and_tekken(bulk_always):
+    "Llama 3's and Tekken's patterns through the bulk path give the regex path's ids (a toy vocab that merges across pre-tokens if it can)."
+    byte_vocab = {i: bytes([i]) for i in range(256)}
+    merges = [(b"'", b"s"), (b" ", b"t"), (b"1", b"2"), (b"12", b"3"), (b"\n", b"/"), (b" ", b"\xe4"), (b"a", b"'")]
+    vocab = {**byte_vocab, **{256 + i: a + b for i, (a, b) in enumerate(merges)}}
+    rng = random.Random(2)
+    text = mixed_text(rng, 3000) + " 1234 a's t't"
+    for pattern in (LLAMA3, TEKKEN):
+        tok = Tokenizer(vocab, merges, pattern=pattern)
+        assert tok._rules is not None
+        expected = []
+        tok._encode_ordinary(text, expected)  # the regex path
+        assert tok.encode(text) == expected
+
+
+def test_scripts_with_marks(real_pair, bulk_always):
+    "Devanagari, Thai and vowelled Arabic are full of marks (left to the regex under o200k's rules): still tiktoken's ids."
+    ours, reference = real_pair
+    rng = random.Random(3)
+    words = [" नमस्ते", " दुनिया", " हिन्दी", " ภาษาไทย", " สวัสดี", " مَرْحَبًا", " بِالْعَالَم", " e\u0301t\u00e9", " plain", " 123", ".", "\n"]
+    text = "".join(rng.choice(words) for _ in range(20_000))
+    ours._cache.clear(); ours._bulk_local.state = None
+    assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)
+    for pattern, rules in PATTERNS:
+        parts = [text[:3000], text[3000:3100], text[3100:9000]]
+        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in compile_pattern(pattern).findall(t)]
