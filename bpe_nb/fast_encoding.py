@@ -26,7 +26,7 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% ../nbs/04a_fast_encoding.ipynb #6217bba1
-from .pretokenize import CL100K_PATTERN, O200K_PATTERN
+from .pretokenize import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN
 from .pretokenize import GPT2_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, compile_pattern, special_pattern
 from .naive import ProgressBar
 from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_blocks
@@ -260,10 +260,8 @@ O200K_RULES = ArrayRules(cased=True, digits=3, contractions="suffix", end_run=Fa
 TEKKEN_RULES = O200K_RULES._replace(digits=1, contractions="")  # Mistral's Tekken: single digits, no contractions
 
 # %% ../nbs/04a_fast_encoding.ipynb #arr00006
-_LLAMA3_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-_TEKKEN_PATTERN = O200K_PATTERN.replace(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?", "").replace(r"\p{N}{1,3}", r"\p{N}")
 ARRAY_RULES.update({CL100K_PATTERN: CL100K_RULES, O200K_PATTERN: O200K_RULES,  # Llama 4's pattern is o200k's
-                    _LLAMA3_PATTERN: LLAMA3_RULES, _TEKKEN_PATTERN: TEKKEN_RULES})
+                    LLAMA3_PATTERN: LLAMA3_RULES, TEKKEN_PATTERN: TEKKEN_RULES})
 
 # %% ../nbs/04a_fast_encoding.ipynb #arr00008
 _C1 = np.zeros(0x180, bool); _C1[[*b"sdmtSDMT", 0x17F]] = True  # 's 'd 'm 't in any case (ſ folds to s)

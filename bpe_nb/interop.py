@@ -644,6 +644,15 @@ def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     return Tokenizer.encode_ordinary(self, text) if len(parts) == 1 else [i for p in parts for i in Tokenizer.encode_ordinary(self, p)]
 
+# %% ../nbs/05a_interop.ipynb #a11c0d02
+@patch
+def _merge_many(self: RanksTokenizer, data, lens) -> list[tuple[int, ...]]:
+    "Chapter 04a's `_merge_many`, then tiktoken's shortcut: a pre-token that is a token is that token."
+    out, ids = Tokenizer._merge_many(self, data, lens), self._ids
+    for k, n in enumerate(lens.tolist()):
+        if len(out[k]) > 1 and (i := ids.get(data[k, :n].tobytes())) is not None: out[k] = (i,)
+    return out
+
 # %% ../nbs/05a_interop.ipynb #5c0af033
 def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,
                      offset: int = 0,  # id = rank + offset (Tekken puts its special tokens below the ranks)

@@ -15,11 +15,9 @@ from hypothesis import given, settings, strategies as st
 import bpe_nb.fast_encoding as fe
 from bpe_nb.encoder import Tokenizer
 from bpe_nb.fast_encoding import ARRAY_RULES, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES
-from bpe_nb.pretokenize import CL100K_PATTERN, O200K_PATTERN, compile_pattern
+from bpe_nb.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN, compile_pattern
 
-LLAMA3 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-TEKKEN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?"
-          r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+LLAMA3, TEKKEN = LLAMA3_PATTERN, TEKKEN_PATTERN  # chapter 00
 PATTERNS = [(CL100K_PATTERN, CL100K_RULES), (O200K_PATTERN, O200K_RULES), (LLAMA3, LLAMA3_RULES), (TEKKEN, TEKKEN_RULES)]
 
 # characters of every class the rules tell apart, the ones the rules single out, and some of every script
