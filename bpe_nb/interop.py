@@ -570,7 +570,11 @@ class RanksTokenizer(Tokenizer):
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
-        data, ids = piece.encode("utf-8"), self._ids  # ids grow with ranks: they serve as ranks
+        return self._encode_bytes(piece.encode("utf-8"))
+
+    def _encode_bytes(self, data: bytes) -> tuple[int, ...]:
+        "`_encode_piece` of a pre-token's UTF-8 bytes."
+        ids = self._ids  # ids grow with ranks: they serve as ranks
         if (i := ids.get(data)) is not None: return (i,)
         return tuple(map(ids.__getitem__, (_split_scan if len(data) <= _SPLIT_SCAN_MAX else _split_heap)(data, _NO_RANK, ids, None)))
 
@@ -647,11 +651,16 @@ def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch
 def _merge_many(self: RanksTokenizer, data, lens) -> list[tuple[int, ...]]:
-    "Chapter 04a's `_merge_many`, then tiktoken's shortcut: a pre-token that is a token is that token."
+    "Chapter 04a's `_merge_many` once the merge tables pay for themselves, one by one before; then tiktoken's shortcut."
+    if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
+        self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far
+        return [self._encode_bytes(data[k, :n].tobytes()) for k, n in enumerate(lens.tolist())]
     out, ids = Tokenizer._merge_many(self, data, lens), self._ids
     for k, n in enumerate(lens.tolist()):
         if len(out[k]) > 1 and (i := ids.get(data[k, :n].tobytes())) is not None: out[k] = (i,)
     return out
+
+RanksTokenizer._one_by_one = 0
 
 # %% ../nbs/05a_interop.ipynb #5c0af033
 def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,

@@ -95,8 +95,12 @@ def mixed_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(words) for _ in range(n))
 
 
-def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample):
-    ours, reference = real_pair
+@pytest.mark.parametrize("tables", [False, True])
+def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample, tables):
+    "Cold and warm, with the new pre-tokens merged one by one (a fresh tokenizer of ranks) and in rounds with the merge tables."
+    shared, reference = real_pair
+    ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern)  # a fresh one: no tables yet
+    ours._one_by_one = len(shared._rank_of) if tables else -10**12  # the tables from the first block on, or never
     assert ours._rules is not None and ours._bulk_ok
     import pathlib
     code = "".join(p.read_text(encoding="utf-8") for p in sorted(pathlib.Path(fe.__file__).parent.glob("*.py"))[:6])
@@ -106,6 +110,7 @@ def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample):
         ours._cache.clear(); ours._bulk_local.state = None  # cold: the new pre-tokens are merged together
         assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)
         assert ours.encode(text, disallowed_special=()) == reference.encode_ordinary(text)  # warm
+    assert ("_ranks" in ours.__dict__) == tables
 
 
 @settings(max_examples=60)

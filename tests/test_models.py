@@ -220,3 +220,17 @@ def test_a_spawned_worker_gets_the_same_tokenizer(sample_text):
         assert type(got) is type(tok) and got._slices == tok._slices
         assert got.encode(sample_text[:20_000] + " nhiều") == tok.encode(sample_text[:20_000] + " nhiều")
     fast_encoding._WORKER_TOKENIZER = None
+
+
+def test_the_array_rounds_with_the_merge_tables_equal_the_reference(model, sample_text):
+    "Past its first new pre-tokens, a tokenizer of ranks merges in rounds with `_split_table`'s tables: the same ids, shortcut included."
+    name, _, ref = model
+    tok = interop.get_encoding(name, FILES[name])  # a fresh one: no tables yet
+    texts = _texts(sample_text)[:3]
+    assert all(tok.encode_ordinary(t) == _ref_ids(name, ref, t) for t in texts)
+    assert "_ranks" not in tok.__dict__  # so far one by one
+    fresh = interop.get_encoding(name, FILES[name])
+    fresh._one_by_one = len(fresh._rank_of)  # as if it had merged that many: the tables from the first block on
+    for text in texts:
+        assert fresh.encode_ordinary(text) == _ref_ids(name, ref, text), (name, text[:80])
+    assert "_ranks" in fresh.__dict__
