@@ -22,7 +22,8 @@ Measures, on this machine, in one run (the ratios are what matters; absolute fig
    Llama texts every 400,000 characters as Meta's `Tokenizer.encode` does, and bpe_nb does). Targets:
    bpe_nb >= 0.8x tiktoken and >= 1.2x puretiktoken. `encode_batch` of many short texts too (one thread).
 7. (`--encodings --parallel-mb 32`) `encode_file` with every usable core against tiktoken's
-   `encode_ordinary_batch` with as many threads, on a file of Python source; ids checked identical.
+   `encode_ordinary_batch` with as many threads, on a file of Python source (the code text repeated, or with
+   `--parallel-distinct` the standard library's files, each once); ids checked identical.
    `--save` writes nbs/benchmark_results/encodings.json and .csv (command, date, machine, load average).
 Not collected by pytest (the file name does not start with test_).
 """
@@ -393,13 +394,22 @@ PAR_CHILD = textwrap.dedent("""
 """)
 
 
-def bench_parallel(file_mb: int, repeats: int, names=("cl100k_base", "o200k_base")) -> list[dict]:
+def distinct_code() -> str:
+    "Python source without repetition: bpe_nb's modules and every .py file of the standard library (its tests too)."
+    import sysconfig
+    files = sorted((ROOT / "bpe_nb").glob("*.py")) + [f for f in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))
+                                                       if "site-packages" not in f.parts]
+    return "\n\n\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+
+
+def bench_parallel(file_mb: int, repeats: int, names=("cl100k_base", "o200k_base"), distinct: bool = False) -> list[dict]:
     "`encode_file` with every usable core against tiktoken's `encode_ordinary_batch` with as many threads, on code text."
     workers = len(os.sched_getaffinity(0))
+    source = distinct_code() if distinct else encoding_text("code")
     # documents cut where a pre-token ends; "<|" spelt "< |": no special token in the text (encode_file encodes them)
-    docs = [d.strip() + "\n" for d in encoding_text("code").replace("<|", "< |").split("\n\n\n") if d.strip()]
+    docs = [d.strip() + "\n" for d in source.replace("<|", "< |").replace("\x00", "").split("\n\n\n") if d.strip()]
     rows = []
-    print(f"\n7. {file_mb} MB of Python source: bpe_nb encode_file, {workers} workers, against tiktoken "
+    print(f"\n7. {file_mb} MB of Python source ({'distinct files' if distinct else 'the code text repeated'}): bpe_nb encode_file, {workers} workers, against tiktoken "
           f"encode_ordinary_batch, {workers} threads (reading the file included); best of {repeats} fresh processes")
     with tempfile.TemporaryDirectory(prefix="bench_par_") as d:
         src, sep = Path(d) / "code.txt", Path(d) / "code_docs.txt"
@@ -424,7 +434,7 @@ def bench_parallel(file_mb: int, repeats: int, names=("cl100k_base", "o200k_base
                     runs[tool].append(dt); digests[tool] = digest
             same = len(set(digests.values())) == 1
             for tool, r in runs.items():
-                rows.append({"encoding": name, "text": "code file", "mb": round(mb, 3), "tool": tool, "workers": workers,
+                rows.append({"encoding": name, "text": "distinct code file" if distinct else "code file", "mb": round(mb, 3), "tool": tool, "workers": workers,
                              "seconds": min(r), "mb_per_s": round(mb / min(r), 3), "runs": r, "ids_identical": same, "ids": n})
             print(f"   {name:12} {mb:6.1f} MB: bpe_nb {mb / min(runs['bpe_nb']):6.2f} MB/s, tiktoken "
                   f"{mb / min(runs['tiktoken']):6.2f} MB/s: {min(runs['tiktoken']) / min(runs['bpe_nb']):.2f}x; "
@@ -481,7 +491,10 @@ def main():
     p.add_argument("--texts", nargs="*", default=[*ENC_TEXTS, "batch"], help="with --encodings: the texts")
     p.add_argument("--parallel-mb", type=int, default=0,
                    help="with --encodings: also 7., encode_file vs encode_ordinary_batch on a file of this many MB of code")
-    p.add_argument("--save", action="store_true", help="with --encodings: write nbs/benchmark_results/encodings.json/.csv")
+    p.add_argument("--parallel-distinct", action="store_true",
+                   help="with --parallel-mb: the file from distinct sources (the standard library), not the code text repeated")
+    p.add_argument("--save", action="store_true", help="with --encodings: write nbs/benchmark_results/STEM.json/.csv")
+    p.add_argument("--stem", default="encodings", help="with --save: the results file's name")
     args = p.parse_args()
     command = " ".join([Path(sys.executable).name, *sys.argv])
     print("command:", command)
@@ -495,10 +508,10 @@ def main():
                             "mixed": "Sphinx's zh_CN, zh_TW and ja message catalogues with the prose between them",
                             "batch": "the prose sample's stories as separate texts, encode_batch"}}
         rows = bench_encodings(args.repeats, args.names, args.texts)
-        if args.parallel_mb > 0: rows += bench_parallel(args.parallel_mb, args.repeats)
+        if args.parallel_mb > 0: rows += bench_parallel(args.parallel_mb, args.repeats, distinct=args.parallel_distinct)
         record["machine"]["load_end"] = os.getloadavg()
         print("load average at start / end:", record["machine"]["load_start"], record["machine"]["load_end"])
-        if args.save: save(rows, "encodings", record)
+        if args.save: save(rows, args.stem, record)
         return
     ours, tik, hf = build_all()
     bench_sample(ours, tik, hf, args.repeats)
