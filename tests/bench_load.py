@@ -4,6 +4,7 @@ Each load runs in a fresh Python process, after its imports: bpe_nb's `get_encod
 tiktoken's own load of the same file (parse the base64 ranks as `tiktoken.load.load_tiktoken_bpe` does, then
 `tiktoken.Encoding`) and, for the open models, the reference library's constructor (Meta's `Tokenizer`, Mistral's
 `Tekkenizer.from_file`). The median of `--repeat` fresh processes is printed. Not a unit test: timings are noisy.
+`--save` writes nbs/benchmark_results/loads.json and .csv (command, date, machine, load average at start and end).
 """
 import argparse
 import json
@@ -66,8 +67,17 @@ def run(snippet: str, name: str, path: Path) -> tuple[float, float]:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per cell (the median is shown)")
+    ap.add_argument("--save", action="store_true", help="write nbs/benchmark_results/loads.json and loads.csv")
     ap.add_argument("names", nargs="*", help="encodings (default: all six)")
     args = ap.parse_args()
+    import datetime, os
+    from bench_encode import machine_info, save
+    command = " ".join([Path(sys.executable).name, *sys.argv])
+    record = {"command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "repeat": args.repeat, "statistic": "median of the fresh processes",
+              "machine": {**machine_info(), "load_start": os.getloadavg()}}
+    print("command:", command)
+    rows = []
     with tempfile.TemporaryDirectory() as d:
         paths = files(Path(d))
         print("| encoding | bpe_nb get_encoding | tiktoken, same file | bpe_nb / tiktoken | reference library "
@@ -79,10 +89,16 @@ def main():
                 if snippet is None: continue
                 runs = [run(snippet, name, paths[name]) for _ in range(args.repeat)]
                 cells[who] = tuple(statistics.median(r[k] for r in runs) for k in (0, 1))
+                rows.append({"encoding": name, "tool": {"ours": "bpe_nb", "ref": "reference"}.get(who, who),
+                             "load_s": round(cells[who][0], 4), "with_imports_s": round(cells[who][1], 4),
+                             "runs": [list(r) for r in runs]})
             ref = f"{cells['ref'][0]:.3f} s" if "ref" in cells else "–"
             both = " / ".join(f"{cells[w][1]:.2f}" for w in ("ours", "tiktoken", "ref") if w in cells)
             print(f"| {name} | {cells['ours'][0]:.3f} s | {cells['tiktoken'][0]:.3f} s | "
                   f"{cells['ours'][0] / cells['tiktoken'][0]:.1f}x | {ref} | {both} s |", flush=True)
+    record["machine"]["load_end"] = os.getloadavg()
+    print("load average at start / end:", record["machine"]["load_start"], record["machine"]["load_end"])
+    if args.save: save(rows, "loads", record)
 
 
 if __name__ == "__main__":
