@@ -623,12 +623,24 @@ class RanksTokenizer(Tokenizer):
         return RanksTokenizer(ranks, specials, pattern, offset, cache_size=cache_size, slices=slices)
 
 # %% ../nbs/05a_interop.ipynb #05a5bc12
+def _has_long_run(chunk: str, run: int) -> bool:
+    "Whether `chunk` holds a run of over `run` whitespace or non-whitespace characters; it then covers a multiple of `run`."
+    for p in range(0, len(chunk), run):  # at each multiple: how far the run through it reaches on each side
+        other = _NOT_SPACE if chunk[p].isspace() else _SPACE
+        end = m.start() if (m := other.search(chunk, p, p + run + 1)) else min(len(chunk), p + run + 1)
+        back = other.search(chunk[max(0, p - run - 1):p][::-1])
+        if end - (p - back.start() if back else max(0, p - run - 1)) > run: return True
+    return False
+
+_SPACE, _NOT_SPACE = re.compile(r"\s"), re.compile(r"\S")  # `re`'s \s is `str.isspace`, as Meta's test
+
 def _meta_slices(text: str, size: int, run: int) -> list[str]:
     "`text` cut as Meta's Llama `Tokenizer.encode` cuts it: every `size` characters, then inside runs of over `run` (non-)whitespace."
     long = re.compile(rf"(?<!\S)\S{{{run + 1},}}|(?<!\s)\s{{{run + 1},}}")  # `re`'s \s is `str.isspace`, as Meta's test
     out = []
     for i in range(0, max(len(text), 1), size):
         chunk, start = text[i:i + size], 0
+        if not _has_long_run(chunk, run): out.append(chunk); continue  # the usual case, without scanning it all
         for m in long.finditer(chunk):  # a run of more than `run`: cut every `run` characters from its start
             for cut in range(m.start() + run, m.end(), run): out.append(chunk[start:cut]); start = cut
         out.append(chunk[start:])

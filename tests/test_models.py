@@ -234,3 +234,19 @@ def test_the_array_rounds_with_the_merge_tables_equal_the_reference(model, sampl
     for text in texts:
         assert fresh.encode_ordinary(text) == _ref_ids(name, ref, text), (name, text[:80])
     assert "_ranks" in fresh.__dict__
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", " ", "\n", "xy", "  ", "\u00a0", "\x1c"]), max_size=40).map("".join),
+       st.integers(1, 60), st.integers(1, 7))
+def test_meta_slices_sampled_equal_the_whole_scan(text, size, run):
+    "`_meta_slices` skips the full scan where sampling finds no long run: the same slices as scanning every chunk."
+    import re
+    long = re.compile(rf"(?<!\S)\S{{{run + 1},}}|(?<!\s)\s{{{run + 1},}}")
+    want = []
+    for i in range(0, max(len(text), 1), size):
+        chunk, start = text[i:i + size], 0
+        for m in long.finditer(chunk):
+            for cut in range(m.start() + run, m.end(), run): want.append(chunk[start:cut]); start = cut
+        want.append(chunk[start:])
+    assert interop._meta_slices(text, size, run) == want
