@@ -1056,6 +1056,13 @@ def _analysis_inputs(names: Sequence[str]  # the FILE arguments
     return out
 
 # %% ../nbs/06_cli.ipynb #c6e67d5f
+def _column_names(specs: Sequence[str]  # the -t arguments
+                 ) -> list[str]:
+    "Short column names for `analyze`: an encoding's NAME, a path's file name; the whole -t where two would clash."
+    short = [s.partition("=")[0] if not Path(s).exists() and s.partition("=")[0] in ENCODINGS else Path(s).name or s
+             for s in specs]
+    return [n if short.count(n) == 1 else s for n, s in zip(short, specs)]
+
 @command("analyze")
 def cmd_analyze(args) -> int:
     "`bpe-nb analyze`: the measures of each tokenizer on the files, side by side (or as JSON)."
@@ -1065,9 +1072,9 @@ def cmd_analyze(args) -> int:
     inputs = _analysis_inputs(args.files)
     for spec in args.tokenizers: tokenizer_from_spec(spec, args.ranks_dir, load=False)  # all checked first
     results, listed = [], []
-    for spec in args.tokenizers:  # one tokenizer in memory at a time
+    for spec, name in zip(args.tokenizers, _column_names(args.tokenizers)):  # one tokenizer in memory at a time
         tok = tokenizer_from_spec(spec, args.ranks_dir, args.trust_pattern)[1]
-        results.append(analyze(tok, inputs, name=spec))
+        results.append(analyze(tok, inputs, name=name))
         listed.append([(i, tok.vocab[i]) for i in results[-1].unreachable[:args.list]])
     if args.json:
         print(json.dumps([r.to_dict() for r in results]))
