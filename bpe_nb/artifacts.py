@@ -396,7 +396,7 @@ def check_pattern_trust(pattern: str,  # the pattern a file names
     "Refuse a pattern from a file unless it is a known one or the caller trusts the file."
     if trust_pattern or pattern in TRUSTED_PATTERNS: return
     raise ArtifactError(path, f"its pre-tokenizer pattern {shorten(pattern)} is not one of the known patterns "
-                              "(GPT-2 = r50k/p50k, cl100k, o200k). A regex from a file can take time exponential in "
+                              "(GPT-2 = r50k/p50k, cl100k, o200k, Llama 3, Llama 4 = o200k, Tekken). A regex from a file can take time exponential in "
                               "the length of a text (catastrophic backtracking), so bpe_nb does not run it unless "
                               "you trust the file: pass trust_pattern=True (command line: --trust-pattern)", "untrusted-pattern")
 
