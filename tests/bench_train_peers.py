@@ -132,14 +132,17 @@ def agree_child(corpus: str, vocab: int, workers: int, out: str) -> dict:
     from bpe_nb.chunking import count_pretokens_file
     from bpe_nb.incremental import train_incremental
     from bpe_nb.naive import TIE_BREAKS, EarlyStopWarning
+    t0 = time.perf_counter()
     counts = count_pretokens_file(corpus, [EOT], workers=workers)
-    res = {}
+    res, secs = {}, dict(count_s=round(time.perf_counter() - t0, 3), distinct_pretokens=len(counts))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EarlyStopWarning)
         for rule in TIE_BREAKS:
+            t0 = time.perf_counter()
             res[rule] = train_incremental(counts, vocab, [EOT], tie_break=rule, progress=False).merges
+            secs[f"merge_s_{rule}"] = round(time.perf_counter() - t0, 3)
     with open(out, "wb") as f: pickle.dump(res, f)
-    return dict(rules=list(res), merges={k: len(v) for k, v in res.items()})
+    return dict(merges={k: len(v) for k, v in res.items()}, **secs)
 
 
 # ------------------------------------------------------------------ the parent
@@ -229,8 +232,11 @@ def measure(size_mb: int, corpus: Path, tmp: Path, vocab: int, workers: int, rep
                 f"(tree RSS {r['tree_rss_kib'] / 1024:.0f}, PSS {r['tree_pss_kib'] / 1024:.0f}, own HWM {r['hwm_kib'] / 1024:.0f}"
                 f", workers {r['workers_max_rss_kib'] / 1024:.0f})  load {r['load_before'][0]}->{r['load_after'][0]}")
     out = tmp / "agree.pkl"
-    run_child(["--agree", str(corpus), str(vocab), str(workers), str(out)], workers)
+    split = run_child(["--agree", str(corpus), str(vocab), str(workers), str(out)], workers)
     ours = pickle.loads(out.read_bytes()); out.unlink()
+    say(f"  {size_mb} MB bpe_nb's stages (the agreement run, one count, three merge loops): count {split['count_s']:.2f} s, "
+        + ", ".join(f"merge ({k[8:]}) {v:.2f} s" for k, v in split.items() if k.startswith("merge_s_"))
+        + f"; {split['distinct_pretokens']:,} distinct pre-tokens")
     assert ours["bytes-greater"] == learned["bpe_nb"]["pairs"], "train_bpe and count + train_incremental disagree"
     rows = []
     for tool, feed in todo:
@@ -243,7 +249,8 @@ def measure(size_mb: int, corpus: Path, tmp: Path, vocab: int, workers: int, rep
                    workers_max_rss_mb=round(max(r["workers_max_rss_kib"] for r in rs) / 1024, 1),
                    process_s=best["process_s"], merges=best["merges"],
                    load_before=best["load_before"][0], load_after=best["load_after"][0], runs=rs)
-        if tool != "bpe_nb":
+        if tool == "bpe_nb": row["stages"] = split  # untimed above: the agreement run's count and merge loops
+        else:
             agr = agreement(ours, learned[tool]["tokens"], learned[tool]["pairs"])
             rule = TIE_RULE[tool]
             row.update(prefix_default=agr["bytes-greater"]["prefix"], shared_default=agr["bytes-greater"]["shared"],
