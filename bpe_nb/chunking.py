@@ -39,6 +39,10 @@ from .incremental import train_incremental
 import regex
 from fastcore.basics import patch
 
+# %% ../nbs/03_parallel_chunking.ipynb #cnt00001
+import numpy as np
+from .array_pretokenize import ARRAY_PATTERNS, array_counts
+
 # %% ../nbs/03_parallel_chunking.ipynb #58707949
 def check_int(name: str, value, least: int = 1):
     "Raise `TypeError` unless `value` is an int, `ValueError` if it is below `least`; the message names both."
@@ -159,12 +163,15 @@ def _split_safe(seg: str) -> list[str]:
 class _Tally:
     "Pre-token counts of many text blocks: distinct space-separated parts first, each part pre-tokenized once."
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
-                 source: str = "the text"):  # what the blocks come from, for error messages
+                 source: str = "the text",  # what the blocks come from, for error messages
+                 array: bool | None = None):  # count with chapter 00a's arrays (None: if they know the pattern)
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
         self.find_ascii = GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
         self.parts, self.tokens = Counter(), Counter()  # parts: str (a space was before it) or 1-tuple (none) -> count; tokens: str -> count
         self.specials = 0  # special tokens seen
+        self.pattern, self.counts = pattern, Counter()  # the array path's counts: bytes -> count
+        self.array = pattern in ARRAY_PATTERNS and array is not False
 
 # %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
 @patch
@@ -172,6 +179,7 @@ def add(self: _Tally, text: str, offset: int = 0):  # offset: where `text` start
     "Count the pre-tokens of `text` (special tokens split it and are not counted)."
     segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
     self.specials += len(segs) // 2
+    if self.array: return self._add_array(segs[::2])
     if not self.fast: return self._add_checked(text, segs, offset)
     parts = self.parts
     for seg in islice(segs, 0, None, 2):
@@ -211,11 +219,23 @@ def flush(self: _Tally):
 @patch
 def result(self: _Tally) -> Counter[bytes]:
     "The counts so far, keyed by UTF-8 bytes, in the order the pre-tokens first occurred (the tally is emptied)."
+    if self.array: out, self.counts = self.counts, Counter(); return out
     self.flush()
     tokens, self.tokens = self.tokens, Counter()
     tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
     out = Counter(); dict.update(out, zip(map(str.encode, tokens), tokens.values()))  # only the distinct ones are encoded
     return out
+
+# %% ../nbs/03_parallel_chunking.ipynb #cnt00003
+@patch
+def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block (between special tokens)
+    "Count the pre-tokens of `texts` with chapter 00a's array pre-tokenizer."
+    text = "".join(texts)
+    if not text: return
+    edge = np.zeros(len(text) + 1, bool)
+    edge[np.cumsum([0, *map(len, texts)])] = True
+    counts, get = self.counts, self.counts.get
+    for t, n in zip(*array_counts(text, edge, self.pattern)): counts[t] = get(t, 0) + n
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
 _ERRORS = ("strict", "replace")
