@@ -170,7 +170,7 @@ class _Tally:
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
         self.parts, self.tokens = Counter(), Counter()  # parts: str (a space was before it) or 1-tuple (none) -> count; tokens: str -> count
         self.specials = 0  # special tokens seen
-        self.pattern, self.counts = pattern, Counter()  # the array path's counts: bytes -> count
+        self.pattern, self.index, self.totals = pattern, {}, np.zeros(1 << 12, np.int64)  # array path: bytes -> row, counts
         self.array = pattern in ARRAY_PATTERNS and array is not False
 
 # %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
@@ -219,7 +219,7 @@ def flush(self: _Tally):
 @patch
 def result(self: _Tally) -> Counter[bytes]:
     "The counts so far, keyed by UTF-8 bytes, in the order the pre-tokens first occurred (the tally is emptied)."
-    if self.array: out, self.counts = self.counts, Counter(); return out
+    if self.array: return self._array_result()
     self.flush()
     tokens, self.tokens = self.tokens, Counter()
     tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
@@ -234,8 +234,20 @@ def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block 
     if not text: return
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
-    counts, get = self.counts, self.counts.get
-    for t, n in zip(*array_counts(text, edge, self.pattern)): counts[t] = get(t, 0) + n
+    tokens, counts = array_counts(text, edge, self.pattern)
+    index = self.index
+    rows = list(map(index.get, tokens))
+    if None in rows:  # new pre-tokens: the next rows, in the order they first occur
+        for k in [k for k, r in enumerate(rows) if r is None]: rows[k] = index[tokens[k]] = len(index)
+        if len(index) > len(self.totals): self.totals = np.concatenate([self.totals, np.zeros(len(index), np.int64)])
+    np.add.at(self.totals, rows, counts)
+
+@patch
+def _array_result(self: _Tally) -> Counter[bytes]:
+    "The array path's counts, in the order the pre-tokens first occurred (the tally is emptied)."
+    out = Counter(); dict.update(out, zip(self.index, self.totals[:len(self.index)].tolist()))
+    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
+    return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
 _ERRORS = ("strict", "replace")

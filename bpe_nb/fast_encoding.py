@@ -25,6 +25,7 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% ../nbs/04a_fast_encoding.ipynb #6217bba1
+from .pretokenize import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN
 from .pretokenize import GPT2_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, compile_pattern, special_pattern
 from .naive import ProgressBar
 from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_blocks
