@@ -367,13 +367,11 @@ def array_counts(text: str,  # the texts of a block, joined
     f2, c2 = _distinct(*_short_keys(b, starts[short], lens[short]))
     first, count = [tiny[f1], short[f2]], [c1, c2]  # as indices among all the pre-tokens
     long = np.flatnonzero(lens > _KEY_BYTES)
-    if len(long):  # by their bytes
-        seen = {}
-        for k, p in enumerate(raw[i:j] for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())):
-            if p in seen: seen[p][1] += 1
-            else: seen[p] = [k, 1]
-        at = np.array(list(seen.values()), np.int64).reshape(-1, 2)
-        first.append(long[at[:, 0]]); count.append(at[:, 1])
+    if len(long):  # by their bytes: a dict from the end keeps each one's first index
+        pieces = [raw[i:j] for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())]
+        at = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1)))
+        first.append(long[np.fromiter(at.values(), np.int64, len(at))])
+        count.append(np.fromiter(map(Counter(pieces).__getitem__, at), np.int64, len(at)))
     first, count = np.concatenate(first), np.concatenate(count)
     order = np.argsort(first)
     first = first[order]

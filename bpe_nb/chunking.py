@@ -238,7 +238,9 @@ def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block 
     index = self.index
     rows = list(map(index.get, tokens))
     if None in rows:  # new pre-tokens: the next rows, in the order they first occur
-        for k in [k for k, r in enumerate(rows) if r is None]: rows[k] = index[tokens[k]] = len(index)
+        new = [tokens[k] for k, r in enumerate(rows) if r is None]
+        index.update(zip(new, range(len(index), len(index) + len(new))))
+        rows = list(map(index.__getitem__, tokens))
         if len(index) > len(self.totals): self.totals = np.concatenate([self.totals, np.zeros(len(index), np.int64)])
     np.add.at(self.totals, rows, counts)
 
