@@ -40,6 +40,7 @@ import regex
 from fastcore.basics import patch
 
 # %% ../nbs/03_parallel_chunking.ipynb #cnt00001
+from itertools import repeat
 import numpy as np
 from .array_pretokenize import ARRAY_PATTERNS, array_counts
 
@@ -235,12 +236,12 @@ def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block 
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
     tokens, counts = array_counts(text, edge, self.pattern)
-    index = self.index
-    rows = list(map(index.get, tokens))
-    if None in rows:  # new pre-tokens: the next rows, in the order they first occur
-        new = [tokens[k] for k, r in enumerate(rows) if r is None]
-        index.update(zip(new, range(len(index), len(index) + len(new))))
-        rows = list(map(index.__getitem__, tokens))
+    index, n = self.index, len(self.index)
+    rows = np.fromiter(map(index.get, tokens, repeat(-1)), np.int64, len(tokens))
+    new = np.flatnonzero(rows < 0)
+    if len(new):  # new pre-tokens: the next rows, in the order they first occur
+        rows[new] = np.arange(n, n + len(new))
+        index.update(zip(map(tokens.__getitem__, new.tolist()), range(n, n + len(new))))
         if len(index) > len(self.totals): self.totals = np.concatenate([self.totals, np.zeros(len(index), np.int64)])
     np.add.at(self.totals, rows, counts)
 
