@@ -31,7 +31,8 @@ from .naive import ProgressBar
 from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_blocks
 from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_disallowed, replace_surrogates,
                             replay_steps)
-from .array_pretokenize import ARRAY_RULES, gpt2_starts as _gpt2_starts, array_bounds as _array_bounds
+from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
+                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
