@@ -369,7 +369,7 @@ _MAX_CHUNK = 32 << 20  # bytes: ranges are planned no longer than this
 
 def _plan_ranges(f: BinaryIO, size: int, workers: int, cutter: _Cutter, min_chunk_size: int) -> list[tuple[int, int]]:
     "Byte ranges `[start, end)` covering the file, cut only at safe cuts."
-    n = 1 if workers == 1 else max(4 * workers, ceil(size / _MAX_CHUNK))
+    n = 1 if workers == 1 else workers * max(4, ceil(size / _MAX_CHUNK / workers))  # ranges of about equal size: a multiple of the workers
     n = max(1, min(n, size // min_chunk_size))
     bounds = _snap_bounds(f, size, n, cutter)
     return list(zip(bounds, bounds[1:]))
