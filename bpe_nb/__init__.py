@@ -18,6 +18,7 @@ Learn (plain Python, chapters 00-04):
   train_incremental                  02 the incremental trainer     bpe_nb.incremental
   Tokenizer: encode, decode, explain 04 the encoder                 bpe_nb.encoder
 Production (each makes a step fast or safe; users get it by default):
+  pretoken_starts, array_counts      00a array pre-tokenizing       bpe_nb.array_pretokenize
   the fast merge loop                02a                            bpe_nb.fast_merge
   count_pretokens_file               03 parallel chunking           bpe_nb.chunking
   train_bpe, train_from_iterator     03a training                   bpe_nb.training

@@ -8,7 +8,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "bpe_nb"
 # The reading order: the learner's path, then the production track (nbs/index.ipynb, the docs sidebar).
 ORDER = ["pretokenize", "naive", "incremental", "encoder",                       # learner's path
-         "fast_merge", "chunking", "training", "fast_encoding", "decoding", "analysis", "continuation", "artifacts", "interop", "cli", "benchmark"]
+         "array_pretokenize", "fast_merge", "chunking", "training", "fast_encoding", "decoding", "analysis", "continuation", "artifacts", "interop", "cli", "benchmark"]
 LEARNER = ORDER[:4]
 
 
