@@ -493,15 +493,18 @@ def intern(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # keys; repeats all
           ) -> tuple[np.ndarray, np.ndarray]:
     "The row of each key, adding the absent ones; also the positions of the keys that were added, in row order."
     out, added, at, slot = np.empty(len(k1), np.int64), [], np.arange(len(k1)), self._slots(k1, k2)
+    claim = np.empty(1 << self.bits, np.int64)  # slot -> a key that claims it this round
     for _ in range(_MAX_ROUNDS):  # a round: each key meets itself (done), an empty slot (claimed), or another key (next slot)
         if not len(at): return out, np.concatenate(added) if added else np.zeros(0, np.int64)
         t2 = self.k2[slot]
         hit = (t2 == k2[at]) & (self.k1[slot] == k1[at])
         out[at[hit]] = self.row[slot[hit]]
         empty = np.flatnonzero(t2 == 0)
-        first = np.sort(empty[np.unique(slot[empty], return_index=True)[1]])  # one claim per slot: the earliest
+        se = slot[empty]
+        claim[se] = empty  # one claim per slot wins (whichever write lands last): no sort
+        first = empty[claim[se] == empty]
         if 2 * (self.n + len(first)) > 1 << self.bits:  # the claims would fill it over half: grow, and probe afresh
-            self._grow(len(first))
+            self._grow(len(first)); claim = np.empty(1 << self.bits, np.int64)
             at = at[~hit]; slot = self._slots(k1[at], k2[at])
             continue
         win, ws = at[first], slot[first]
