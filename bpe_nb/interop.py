@@ -567,6 +567,7 @@ class RanksTokenizer(Tokenizer):
         self._max_special = max(map(len, self.special_tokens), default=0)
         self._token_ids = None
         self._prepare()
+        if self._bulk_ok: self._seed_tokens(ids)  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
@@ -663,7 +664,8 @@ def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch
 def _merge_many(self: RanksTokenizer, data, lens) -> list[tuple[int, ...]]:
-    "Chapter 04a's `_merge_many` once the merge tables pay for themselves, one by one before; then tiktoken's shortcut."
+    "Short pre-tokens by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
+    if self._token_keys is not None and data.shape[1] <= 15: return Tokenizer._merge_concat(self, data, lens)
     if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
         self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far
         return [self._encode_bytes(data[k, :n].tobytes()) for k, n in enumerate(lens.tolist())]
