@@ -488,20 +488,6 @@ def copy(self: _KeyTable) -> _KeyTable:
     return new
 
 @patch
-def fill(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # distinct keys
-         rows: np.ndarray  # the row of each
-        ):
-    "Put distinct keys into an empty table in one pass: sorted by home slot, each takes the first free slot from there on (linear probing's layout)."
-    assert self.n == 0 and 2 * len(k1) <= 1 << self.bits
-    home = self._slots(k1, k2)
-    order = np.argsort(home.astype(np.int32) if self.bits < 31 else home)  # (any order among equal homes)
-    steps = np.arange(len(order))
-    slot = np.maximum.accumulate(home[order] - steps) + steps  # after the keys of lower home slots that ran up to it
-    if len(slot) and slot[-1] >= 1 << self.bits: return self.intern(k1, k2, rows)  # a run wraps past the end: rare
-    self.k1[slot], self.k2[slot], self.row[slot] = k1[order], k2[order], rows[order]
-    self.n = len(k1)
-
-@patch
 def _grow(self: _KeyTable, more: int):
     "Double the table until `more` new keys fit at most half full; the keys move to their new slots."
     full = self.k2 != 0
@@ -705,8 +691,8 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     short = np.flatnonzero(lens <= _KEY_BYTES)
     starts, lens = (np.cumsum(lens) - lens)[short], lens[short]
     vals = np.fromiter(ids.values(), np.int64, len(toks))[short]
-    table = _KeyTable(max(15, int(2 * len(short)).bit_length()))  # at most half full, with room for new pre-tokens
-    table.fill(*_piece_keys(flat, starts, lens), np.arange(len(short)))  # row k: the token of id `vals[k]`
+    table = _KeyTable(max(15, int(2 * (len(short) + self._cache_size)).bit_length()))  # room for the pre-tokens a state keeps
+    table.intern(*_piece_keys(flat, starts, lens), np.arange(len(short)))  # row k: the token of id `vals[k]`
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
