@@ -701,7 +701,9 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
 @patch
 def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15) uint8: their bytes, then any padding
-                  lens: np.ndarray  # the length of each, from 1 to width
+                  lens: np.ndarray,  # the length of each, from 1 to width
+                  limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
+                  trace: list | None = None  # if given, each round appends `(rows, merged ids, left ids, right ids)`
                  ) -> list[tuple[int, ...]]:
     "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
     table, vals, pair, byte_ids = self._token_keys
@@ -709,21 +711,23 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
     rows_n, width = data.shape
     pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
     at = np.ndarray((pad.size - 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
-    def look(base, a, b):  # the id of each span [a, b) of the rows starting at `base`, `none` if it is no token
+    def look(base, a, b, lim):  # the id of each span [a, b) of the rows at `base`, `none` if it is no token (below `lim`)
         size = b - a
         k1 = at[base + a].astype(np.uint64) & _FIRST[np.minimum(size, 8)]
         k2 = at[base + a + 8].astype(np.uint64) & _FIRST[np.clip(size - 8, 0, 7)] | size.astype(np.uint64)
         row = table.get(k1, k2)
-        return np.where(row >= 0, vals[row], none)
+        found = np.where(row >= 0, vals[row], none)
+        return np.where(found < lim, found, none)
     out, base = [None] * rows_n, np.arange(rows_n, dtype=np.int64) * (width + 16)
-    whole = look(base, np.zeros(rows_n, np.int64), lens)  # tiktoken's shortcut: a pre-token that is a token
+    lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
+    whole = look(base, np.zeros(rows_n, np.int64), lens, lim)  # tiktoken's shortcut: a pre-token that is a token
     for i, t in zip(np.flatnonzero(whole < none).tolist(), whole[whole < none].tolist()): out[i] = (t,)
     rows = np.flatnonzero(whole == none)
     if not len(rows): return out
-    data, n, base = data[rows], lens[rows].copy(), base[rows]
+    data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
     ids = byte_ids[data]
     rk = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
-    rk[rk < 0] = none
+    rk[(rk < 0) | (rk >= lim[:, None])] = none
     rk[np.arange(width - 1) >= (n - 1)[:, None]] = none  # past a row's end: no pair
     bnd = np.broadcast_to(np.arange(width + 1), (len(rows), width + 1)).copy()  # where each part starts, then the end
     while True:
@@ -735,9 +739,10 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
                 m = done & (n == k)
                 for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
             if done.all(): return out
-            rows, ids, rk, p, r, n, bnd, base = (a[~done] for a in (rows, ids, rk, p, r, n, bnd, base))
+            rows, ids, rk, p, r, n, bnd, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, bnd, base, lim))
             ar = np.arange(len(rows))
         w = ids.shape[1]
+        if trace is not None: trace.append((rows, r, ids[ar, p], ids[ar, p + 1]))
         ids[ar, p] = r  # the merged part's id is its rank; the right part and its start go
         keep = np.ones(ids.shape, bool); keep[ar, p + 1] = False
         ids = ids[keep].reshape(len(rows), w - 1)
@@ -748,11 +753,11 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         n = n - 1
         if w == 2: continue
         m = p >= 1  # the pair on the left: parts p - 1 and p
-        rk[ar[m], p[m] - 1] = look(base[m], bnd[ar[m], p[m] - 1], bnd[ar[m], p[m] + 1])
+        rk[ar[m], p[m] - 1] = look(base[m], bnd[ar[m], p[m] - 1], bnd[ar[m], p[m] + 1], lim[m])
         m = p < w - 2  # the pair on the right, if the row has one
         right = m & (p + 1 < n)
         rk[ar[m], p[m]] = none
-        rk[ar[right], p[right]] = look(base[right], bnd[ar[right], p[right]], bnd[ar[right], p[right] + 2])
+        rk[ar[right], p[right]] = look(base[right], bnd[ar[right], p[right]], bnd[ar[right], p[right] + 2], lim[right])
         if (w := int(n.max())) < ids.shape[1]: ids, rk, bnd = ids[:, :w], rk[:, :w - 1], bnd[:, :w + 1]
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad

@@ -195,3 +195,26 @@ def test_seeded_bulk_state_is_trimmed_by_its_own_rows(real_pair, bulk_always):
     assert ours._bulk_local.state is None  # dropped: 400 new pre-tokens
     assert ours.encode(text) == reference.encode_ordinary(text)
     assert ours._bulk_local.state.seeded == state.seeded
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 999), st.integers(0, 999)), min_size=1, max_size=60),
+       st.lists(st.tuples(st.integers(0, 999), st.integers(0, 999)), max_size=8))
+def test_merge_recovery_in_bulk_equals_the_walk(pairs, swaps):
+    "Merges recovered with `_merge_concat` for short tokens equal the walk in rank order, and so do its errors (which token, which problem): tokens made by merging two earlier ones (up to 30 bytes), their ranks partly swapped, so that some are not two lower-ranked tokens and some are built from other parts inside longer ones."
+    from bpe_nb.interop import RanksTokenizer, _merges_from_ranks
+    from bpe_nb.pretokenize import CL100K_PATTERN
+    toks = [b"a", b"b", b"c"]
+    for i, j in pairs:
+        t = toks[i % len(toks)] + toks[j % len(toks)]
+        if len(t) <= 30 and t not in toks: toks.append(t)
+    extra = toks[3:]
+    for i, j in swaps:
+        if extra: i, j = i % len(extra), j % len(extra); extra[i], extra[j] = extra[j], extra[i]
+    ranks = {bytes([i]): i for i in range(256)}
+    for t in extra: ranks[t] = len(ranks)
+    tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
+    def outcome(t):
+        try: return _merges_from_ranks(ranks, ValueError, t)
+        except ValueError as e: return str(e)
+    assert outcome(tok) == outcome(None)
