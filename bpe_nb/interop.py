@@ -699,14 +699,18 @@ def encode(self: RanksTokenizer, text: str, *, allowed_special=None, disallowed_
     "`Tokenizer.encode`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    return [i for part in parts for i in Tokenizer.encode(self, part, allowed_special=allowed_special,
-                                                          disallowed_special=disallowed_special)]
+    out = []
+    for part in parts: out += Tokenizer.encode(self, part, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    return out  # (`+=` extends in C; a comprehension would step through every id in Python)
 
 @patch
 def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     "`Tokenizer.encode_ordinary`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
-    return Tokenizer.encode_ordinary(self, text) if len(parts) == 1 else [i for p in parts for i in Tokenizer.encode_ordinary(self, p)]
+    if len(parts) == 1: return Tokenizer.encode_ordinary(self, text)
+    out = []
+    for part in parts: out += Tokenizer.encode_ordinary(self, part)
+    return out
 
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch
