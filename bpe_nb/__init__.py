@@ -18,12 +18,14 @@ Learn (plain Python, chapters 00-04):
   train_incremental                  02 the incremental trainer     bpe_nb.incremental
   Tokenizer: encode, decode, explain 04 the encoder                 bpe_nb.encoder
 Production (each makes a step fast or safe; users get it by default):
+  pretoken_starts, array_counts      00a array pre-tokenizing       bpe_nb.array_pretokenize
   the fast merge loop                02a                            bpe_nb.fast_merge
   count_pretokens_file               03 parallel chunking           bpe_nb.chunking
   train_bpe, train_from_iterator     03a training                   bpe_nb.training
   encode_batch, encode_file, ...     04a fast encoding              bpe_nb.fast_encoding
   decode_stream, *_with_offsets     04b offsets, streams, counts   bpe_nb.decoding
   analyze, compare                   04c vocabulary analysis        bpe_nb.analysis
+  train_continued, ContinuedRun      04d continued training         bpe_nb.continuation
   save, load, ArtifactError          05 artifacts                   bpe_nb.artifacts
   get_encoding, import_*/export_*    05a interop                    bpe_nb.interop
 Command line: bpe-nb train|encode|decode|inspect|explain|export|analyze (chapter 06, bpe_nb.cli).
@@ -61,10 +63,11 @@ def __getattr__(name: str  # the attribute asked for, e.g. "train_bpe"
 def __dir__(): return sorted(set(globals()) | set(_LAZY))
 
 # %% ../nbs/index.ipynb #5beed0a1
-_SPEEDUPS = {"incremental": ("fast_merge",),  # a learner's module -> the production modules that make it fast
-             "encoder": ("fast_encoding", "decoding")}
+_SPEEDUPS = {"incremental": ("fast_merge",),  # a module -> the later chapters' modules that complete it
+             "encoder": ("fast_encoding", "decoding"),  # speed, by default
+             "training": ("continuation",)}  # `base=`: continued training (04d)
 
-def load_speedups(module: str  # the learner's module asking, e.g. "encoder"
+def load_speedups(module: str  # the module asking, e.g. "encoder"
                  ):
     "Import the production modules that speed up `module` (once; then a dict lookup each), so users are fast by default."
     for name in _SPEEDUPS.get(module, ()): importlib.import_module(f"bpe_nb.{name}")

@@ -39,6 +39,11 @@ from .incremental import train_incremental
 import regex
 from fastcore.basics import patch
 
+# %% ../nbs/03_parallel_chunking.ipynb #cnt00001
+from itertools import repeat
+import numpy as np
+from .array_pretokenize import ARRAY_PATTERNS, array_counts
+
 # %% ../nbs/03_parallel_chunking.ipynb #58707949
 def check_int(name: str, value, least: int = 1):
     "Raise `TypeError` unless `value` is an int, `ValueError` if it is below `least`; the message names both."
@@ -159,12 +164,15 @@ def _split_safe(seg: str) -> list[str]:
 class _Tally:
     "Pre-token counts of many text blocks: distinct space-separated parts first, each part pre-tokenized once."
     def __init__(self, special_tokens: Sequence[str], pattern: str, max_parts: int = 1 << 17,
-                 source: str = "the text"):  # what the blocks come from, for error messages
+                 source: str = "the text",  # what the blocks come from, for error messages
+                 array: bool | None = None):  # count with chapter 00a's arrays (None: if they know the pattern)
         self.rx, self.sp = compile_pattern(pattern), special_pattern(tuple(special_tokens))
         self.find_ascii = GPT2_ASCII.findall if pattern == GPT2_PATTERN else None  # chapter 00's `re` twin
         self.fast, self.max_parts, self.source = pattern in PROVEN_PATTERNS, max_parts, source
         self.parts, self.tokens = Counter(), Counter()  # parts: str (a space was before it) or 1-tuple (none) -> count; tokens: str -> count
         self.specials = 0  # special tokens seen
+        self.pattern, self.index, self.totals = pattern, {}, np.zeros(1 << 12, np.int64)  # array path: bytes -> row, counts
+        self.array = pattern in ARRAY_PATTERNS and array is not False
 
 # %% ../nbs/03_parallel_chunking.ipynb #c515bcb0
 @patch
@@ -172,6 +180,7 @@ def add(self: _Tally, text: str, offset: int = 0):  # offset: where `text` start
     "Count the pre-tokens of `text` (special tokens split it and are not counted)."
     segs = self.sp.split(text) if self.sp is not None else [text]  # text, special, text, ..., text
     self.specials += len(segs) // 2
+    if self.array: return self._add_array(segs[::2])
     if not self.fast: return self._add_checked(text, segs, offset)
     parts = self.parts
     for seg in islice(segs, 0, None, 2):
@@ -211,10 +220,36 @@ def flush(self: _Tally):
 @patch
 def result(self: _Tally) -> Counter[bytes]:
     "The counts so far, keyed by UTF-8 bytes, in the order the pre-tokens first occurred (the tally is emptied)."
+    if self.array: return self._array_result()
     self.flush()
     tokens, self.tokens = self.tokens, Counter()
     tokens.pop("", None)  # an empty match (possible with a pattern of your own) holds no text
     out = Counter(); dict.update(out, zip(map(str.encode, tokens), tokens.values()))  # only the distinct ones are encoded
+    return out
+
+# %% ../nbs/03_parallel_chunking.ipynb #cnt00003
+@patch
+def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block (between special tokens)
+    "Count the pre-tokens of `texts` with chapter 00a's array pre-tokenizer."
+    text = "".join(texts)
+    if not text: return
+    edge = np.zeros(len(text) + 1, bool)
+    edge[np.cumsum([0, *map(len, texts)])] = True
+    tokens, counts = array_counts(text, edge, self.pattern)
+    index, n = self.index, len(self.index)
+    rows = np.fromiter(map(index.get, tokens, repeat(-1)), np.int64, len(tokens))
+    new = np.flatnonzero(rows < 0)
+    if len(new):  # new pre-tokens: the next rows, in the order they first occur
+        rows[new] = np.arange(n, n + len(new))
+        index.update(zip(map(tokens.__getitem__, new.tolist()), range(n, n + len(new))))
+        if len(index) > len(self.totals): self.totals = np.concatenate([self.totals, np.zeros(len(index), np.int64)])
+    np.add.at(self.totals, rows, counts)
+
+@patch
+def _array_result(self: _Tally) -> Counter[bytes]:
+    "The array path's counts, in the order the pre-tokens first occurred (the tally is emptied)."
+    out = Counter(); dict.update(out, zip(self.index, self.totals[:len(self.index)].tolist()))
+    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
     return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
@@ -334,7 +369,7 @@ _MAX_CHUNK = 32 << 20  # bytes: ranges are planned no longer than this
 
 def _plan_ranges(f: BinaryIO, size: int, workers: int, cutter: _Cutter, min_chunk_size: int) -> list[tuple[int, int]]:
     "Byte ranges `[start, end)` covering the file, cut only at safe cuts."
-    n = 1 if workers == 1 else max(4 * workers, ceil(size / _MAX_CHUNK))
+    n = 1 if workers == 1 else workers * max(4, ceil(size / _MAX_CHUNK / workers))  # ranges of about equal size: a multiple of the workers
     n = max(1, min(n, size // min_chunk_size))
     bounds = _snap_bounds(f, size, n, cutter)
     return list(zip(bounds, bounds[1:]))

@@ -949,7 +949,7 @@ def train_from_base(args  # parsed `train` options with --base
                    ) -> int:
     "`bpe-nb train --base`: count with the base's pattern and special tokens, continue its merges, save, summarize."
     if args.base is None: raise CLIError("--ranks goes with --base NAME (see 'bpe-nb train --help')", EXIT_USAGE)
-    from bpe_nb.training import ContinuedRun, train_continued
+    from bpe_nb.continuation import ContinuedRun, train_continued
     from bpe_nb.naive import EarlyStopWarning
     from bpe_nb.artifacts import save, load
     from bpe_nb.chunking import count_pretokens_file, MissingSpecialTokenWarning

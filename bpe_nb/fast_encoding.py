@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['ARRAY_RULES', 'LL', 'LU', 'LO', 'MARK', 'DIGIT', 'PUNCT', 'SPACE', 'WS', 'NL', 'CL100K_RULES', 'LLAMA3_RULES',
-           'O200K_RULES', 'TEKKEN_RULES', 'merge_scan', 'merge_heap', 'ArrayRules']
+__all__ = ['merge_scan', 'merge_heap']
 
 # %% ../nbs/04a_fast_encoding.ipynb #fa000005
 import numpy as np
@@ -32,6 +31,8 @@ from .naive import ProgressBar
 from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges, open_temp, read_blocks
 from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_disallowed, replace_surrogates,
                             replay_steps)
+from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
+                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -98,9 +99,6 @@ class _PieceCache(dict):
         return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #fa000011
-ARRAY_RULES = {}  # filled in below, with the array path
-"Pattern string -> its `ArrayRules`: the patterns the array path knows."
-
 @patch
 def _prepare(self: Tokenizer):
     "Build the fast tables (chapter 04's constructor calls this last): packed pair ranks, byte-pair ranks, the cache."
@@ -189,246 +187,6 @@ def _find_mixed(text: str,  # the text (meant for one that is not pure ASCII)
     out = []
     for a, b, plain in _stretches(text): out += (find_ascii if plain else find)(text[a:b])
     return out
-
-# %% ../nbs/04a_fast_encoding.ipynb #af1996b1
-_CLASS = np.full(128, 2, np.int8)  # ASCII character -> 0 letter, 1 digit, 2 anything else, 3 space, 4 other whitespace
-_CLASS[65:91] = _CLASS[97:123] = 0
-_CLASS[48:58] = 1
-_CLASS[32] = 3
-_CLASS[9:14] = 4  # \t \n \v \f \r: whitespace to `regex`; \x1c-\x1f are not
-_OPENS = np.array([True, True, False, False, True])  # after these classes an apostrophe starts a pre-token
-_SDMT = np.zeros(256, bool); _SDMT[list(b"sdmt")] = True  # the one-letter contractions
-
-def _gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
-                 edge: np.ndarray  # bool, one longer than `b`: True where a text starts, and at the end
-                ) -> np.ndarray:
-    "Where `GPT2_PATTERN`'s pre-tokens start in each text of `b`, then `len(b)`: the regex's rules as array operations."
-    n, c = len(b), _CLASS[b]
-    ws = c >= 3
-    start = np.zeros(n + 1, bool)
-    start[1:n] = (c[1:] != c[:-1]) & ~(ws[1:] & ws[:-1])  # a change of class, except inside a whitespace run
-    last = np.flatnonzero(ws[:-1] & ~ws[1:] & ~edge[1:n])  # whitespace before a non-space of the same text
-    start[last] = True  # is left out of its run,
-    start[last[c[last] == 3] + 1] = False  # and a space joins the pre-token after it
-    q = np.flatnonzero(b[:-1] == 39)  # apostrophes that start a pre-token, and their contractions
-    q = q[~edge[q + 1] & (edge[q] | _OPENS[c[q - 1]])]  # (q = 0 is a text's start: `edge[0]` decides)
-    two = q[_SDMT[b[q + 1]]]  # 's 'd 'm 't
-    q = q[~_SDMT[b[q + 1]] & (q + 2 < n)]
-    q = q[~edge[q + 2]]
-    pair = b[q + 1].astype(np.int32) << 8 | b[q + 2]
-    three = q[(pair == 0x6C6C) | (pair == 0x7665) | (pair == 0x7265)]  # 'll 've 're
-    start[two + 1] = False; start[two + 2] = True
-    start[three + 1] = start[three + 2] = False; start[three + 3] = True
-    start |= edge
-    return np.flatnonzero(start)
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00002
-LL, LU, LO, MARK, DIGIT, PUNCT, SPACE, WS, NL = range(9)  # the classes of a character (PUNCT: anything else)
-_CLASS_RX = [(LL, r"\p{Ll}"), (LU, r"[\p{Lu}\p{Lt}]"), (LO, r"[\p{Lm}\p{Lo}]"), (MARK, r"\p{M}"), (DIGIT, r"\p{N}"),
-             (WS, r"\s"), (SPACE, " "), (NL, r"[\r\n]")]  # later rules win
-_CLASSES = None  # code point -> class, 255 until first seen (made on first use)
-
-def _classify(cps: np.ndarray) -> np.ndarray:
-    "The class of each code point of `cps`, as `regex` sees it."
-    s, out = "".join(map(chr, cps.tolist())), np.full(len(cps), PUNCT, np.uint8)
-    for c, rx in _CLASS_RX: out[[m.start() for m in compile_pattern(rx).finditer(s)]] = c
-    return out
-
-def _char_classes(cp: np.ndarray  # code points (uint32)
-                 ) -> np.ndarray:
-    "The class of each code point in `cp`; the table is filled in for the code points seen for the first time."
-    global _CLASSES
-    if _CLASSES is None: _CLASSES = np.full(0x110000, 255, np.uint8); _CLASSES[:128] = _classify(np.arange(128))
-    f = _CLASSES[cp]
-    if (f == 255).any():
-        new = np.unique(cp[f == 255])
-        _CLASSES[new] = _classify(new)
-        f = _CLASSES[cp]
-    return f
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00005
-class ArrayRules(NamedTuple):
-    "What the array pre-tokenizer needs to know about a pattern (its `regex` spelling stays the reference)."
-    cased: bool  # letters split by case, o200k's way (marks join words); else `\p{L}+` (marks are punctuation)
-    digits: int  # a number pre-token is `\p{N}{1,digits}`
-    contractions: str  # "lead": `'s` etc. start a pre-token (cl100k); "suffix": they end a word (o200k); "": none
-    end_run: bool  # `\s++$`: whitespace that ends the text is one pre-token, newlines and all (cl100k)
-    slash: bool  # punctuation takes `[\r\n/]*` after it (o200k), not `[\r\n]*`
-
-CL100K_RULES = ArrayRules(cased=False, digits=3, contractions="lead", end_run=True, slash=False)
-LLAMA3_RULES = CL100K_RULES._replace(end_run=False)  # Llama 3: cl100k's alternatives, without `\s++$`
-O200K_RULES = ArrayRules(cased=True, digits=3, contractions="suffix", end_run=False, slash=True)  # also Llama 4
-TEKKEN_RULES = O200K_RULES._replace(digits=1, contractions="")  # Mistral's Tekken: single digits, no contractions
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00006
-ARRAY_RULES.update({CL100K_PATTERN: CL100K_RULES, O200K_PATTERN: O200K_RULES,  # Llama 4's pattern is o200k's
-                    LLAMA3_PATTERN: LLAMA3_RULES, TEKKEN_PATTERN: TEKKEN_RULES})
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00008
-_C1 = np.zeros(0x180, bool); _C1[[*b"sdmtSDMT", 0x17F]] = True  # 's 'd 'm 't in any case (ſ folds to s)
-
-def _contraction_len(cp: np.ndarray, q: np.ndarray,  # code points; positions of apostrophes
-                     stop: np.ndarray  # True where a text ends after this character
-                    ) -> np.ndarray:
-    "The length of the contraction at each apostrophe `q`: 2 (`'s`), 3 (`'ll`), or 0 for none."
-    n, out = len(cp), np.zeros(len(q), np.int64)
-    ok1 = ~stop[q]
-    a = np.where(ok1, cp[np.minimum(q + 1, n - 1)], 0)
-    a = np.where(a < 0x180, a, 0).astype(np.int64)
-    out[ok1 & _C1[a]] = 2
-    ok2 = ok1 & ~stop[np.minimum(q + 1, n - 1)] & (q + 2 < n)
-    b = np.where(ok2, cp[np.minimum(q + 2, n - 1)], 0).astype(np.int64)
-    low = (a | 32) << 8 | (b | 32)  # lower-cased, for ASCII letters
-    out[ok2 & (a < 128) & (b < 128) & ((low == 0x6C6C) | (low == 0x7665) | (low == 0x7265))] = 3  # ll ve re
-    return out
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00011
-_GROUP = np.array([0, 0, 0, 2, 1, 2, 3, 3, 3], np.uint8)  # class -> 0 letter, 1 digit, 2 punctuation (and marks), 3 whitespace
-
-def _shifted(m: np.ndarray, first: np.ndarray, back: bool = True) -> np.ndarray:
-    "`m` of the character before (`back`) or after each one; False across the start or end of a text."
-    out = np.zeros(len(m), bool)
-    if back: out[1:] = m[:-1]; out[first] = False
-    else: out[:-1] = m[1:]; out[np.flatnonzero(first)[1:] - 1] = False
-    return out
-
-def _spans(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    "Every position in the spans `[a, b)`, in order."
-    size = b - a
-    return np.repeat(a - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
-
-def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Where each run of True in `m` starts, and where it ends (runs stop where a text starts)."
-    return np.flatnonzero(m & ~_shifted(m, first)), np.flatnonzero(m & ~_shifted(m, first, back=False)) + 1
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00014
-def _array_starts(cp: np.ndarray,  # the text's code points
-                  f: np.ndarray,  # their classes
-                  edge: np.ndarray,  # bool, one longer than `cp`: True where a text starts, and at the end
-                  rules: ArrayRules  # the pattern
-                 ) -> np.ndarray:
-    "True where the pattern's pre-tokens start in each text (and at the end), outside the stretches left to the regex."
-    n = len(cp)
-    first, stop = edge[:n], edge[1:]
-    grp = _GROUP[f]
-    word, punct, ws, digit, nl = grp == 0, grp == 2, grp == 3, grp == 1, f == NL
-    prev = np.empty(n, np.uint8); prev[1:] = f[:-1]; prev[:1] = 9; prev[first] = 9  # the class before; 9: none
-    taken = None
-    if rules.contractions == "suffix":
-        q, k = _suffixes(cp, prev, stop)
-        tk = _spans(q, q + k)  # their characters
-        taken = np.zeros(n, bool); taken[tk] = True
-        grp[tk] = 4; word[tk] = False
-    a, b = _run_bounds(nl, first)  # newlines right after punctuation go with it: `[\r\n]*`
-    a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
-    a, b = a[punct[a - 1]], b[punct[a - 1]]
-    eaten = _spans(a, b)
-    grp[eaten] = 2; ws[eaten] = False
-    start = np.zeros(n + 1, bool)
-    start[1:n] = grp[1:] != grp[:-1]
-    start[b] = True
-    start[:n] |= first
-    a, b = _run_bounds(digit, first)  # digits in groups of `rules.digits`
-    long = b - a > rules.digits
-    p, run = _spans(a[long], b[long]), np.repeat(a[long], (b - a)[long])
-    start[p[(p - run) % rules.digits == 0]] = True
-    _whitespace_starts(start, f, grp, ws, nl, first, stop, rules)
-    wp = _shifted(word, first)  # a letter run takes the character before it: `[^\r\n\p{L}\p{N}]?`
-    j = np.flatnonzero(word & ~wp & ~first)
-    x = j - 1
-    fx, px = f[x], prev[x]
-    free = (fx == SPACE) | (fx == WS) | (punct[x] & (px != PUNCT) & (px != MARK) & (px != SPACE))
-    if taken is not None: free &= ~taken[x]
-    start[x[free]] = True; start[j[free]] = False
-    if rules.cased: _case_starts(start, f, word, wp, first)
-    if rules.contractions == "lead":  # an apostrophe that starts a pre-token, and its contraction
-        q = np.flatnonzero((cp == 39) & ((prev <= LO) | (prev == DIGIT) | (prev == WS) | (prev == NL) | (prev == 9)))
-        k = _contraction_len(cp, q, stop)
-        q, k = q[k > 0], k[k > 0]
-        start[q] = True; start[q + 1] = False; start[(q + 2)[k == 3]] = False; start[q + k] = True
-    elif taken is not None:  # a suffix is part of the word before it
-        start[tk] = False
-        start[q + k] = True
-    start[edge] = True
-    return start
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00016
-def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Where the contractions that end a word start (o200k's `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`), and their lengths."
-    q = np.flatnonzero((cp == 39) & (prev <= LO))
-    k = _contraction_len(cp, q, stop)
-    q, k = q[k > 0], k[k > 0]
-    taken = np.zeros(len(cp) + 1, bool)
-    while True:  # one right after another one's letter does not count; dropping it frees its letters: repeat
-        taken[:] = False
-        for j in range(3): taken[(q + j)[j < k]] = True
-        ok = ~taken[q - 1]
-        if ok.all(): return q, k
-        q, k = q[ok], k[ok]
-
-def _whitespace_starts(start, f, grp, ws, nl, first, stop, rules: ArrayRules):
-    r"Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."
-    n = len(f)
-    a, b = _run_bounds(ws, first)
-    at_end = stop[b - 1]
-    nlw = np.concatenate([[-1], np.flatnonzero(nl & ws)])
-    r = nlw[np.searchsorted(nlw, b) - 1]  # the last newline of each run, if any
-    has_r = r >= a
-    cut = has_r & (r + 1 < b)
-    if rules.end_run: cut &= ~at_end
-    start[r[cut] + 1] = True
-    s = np.where(has_r, r + 1, a)  # what is left after it
-    start[b[~at_end & (b - 1 > s)] - 1] = True  # its last character goes
-    joins = ~at_end & (s < b) & (f[b - 1] == SPACE) & (grp[np.minimum(b, n - 1)] == 2)
-    start[b[joins]] = False  # a space joins the punctuation after it
-
-def _case_starts(start, f, word, wp, first):
-    "Set the cuts inside words: `[Lu Lt Lm Lo M]*[Ll Lm Lo M]+` first, else `[Lu Lt Lm Lo M]+[Ll Lm Lo M]*`."
-    n, up = len(f), word & (f == LU)
-    q = np.flatnonzero(up & wp)
-    q = q[f[q - 1] != LU]  # an upper-case letter after Ll/Lm/Lo starts a pre-token if that run has an Ll
-    if len(q):
-        has = f[q - 1] == LL
-        if not has.all():  # after Lm/Lo: count the Ll letters of the run
-            lbs = _run_bounds(word & ~up, first)[0]
-            lb = lbs[np.searchsorted(lbs, q - 1, "right") - 1]
-            low = np.zeros(n + 1, np.int32); np.cumsum(word & (f == LL), out=low[1:])
-            has = low[q] > low[lb]
-        start[q[has]] = True
-    ups, ends = _run_bounds(up, first)
-    e = ends[~_shifted(word, first, back=False)[ends - 1]]  # upper-case letters that end a word
-    t = ups[np.searchsorted(ups, e - 1, "right") - 1]
-    start[t[wp[t]]] = True  # are cut off when something precedes them in the word
-
-# %% ../nbs/04a_fast_encoding.ipynb #arr00018
-def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules) -> np.ndarray:
-    "Where the characters the array rules leave to the regex are: marks (`cased`), `/` after a newline (`slash`)."
-    h = (f == MARK) if rules.cased else np.zeros(len(cp), bool)
-    if rules.slash:
-        s = np.flatnonzero(cp[1:] == 47) + 1
-        h[s[(f[s - 1] == NL) & ~first[s]]] = True
-    return np.flatnonzero(h)
-
-def _array_bounds(text: str,  # the texts of a block, joined
-                  edge: np.ndarray,  # bool, one longer than `text`: True where a text starts, and at the end
-                  rules: ArrayRules, find: Callable[[str], list[str]]  # the pattern: its rules, its findall
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text`."
-    cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
-    n, f = len(cp), _char_classes(cp)
-    start = _array_starts(cp, f, edge, rules)
-    h = _hard(cp, f, edge[:n], rules)
-    if len(h):  # the stretch around each, between safe cuts (a space after a character that is not `isspace`)
-        safe = np.zeros(n + 1, bool)
-        safe[1:n] = (cp[1:] == 32) & (f[:-1] < SPACE) & ~((cp[:-1] >= 0x1C) & (cp[:-1] <= 0x1F))
-        cuts = np.flatnonzero(safe | edge)
-        lo = np.unique(cuts[np.searchsorted(cuts, h, "right") - 1])
-        hi = cuts[np.searchsorted(cuts, lo, "right")]
-        apart = (lo[1:] != hi[:-1]) | edge[hi[:-1]]  # stretches that touch are one (unless a text ends there)
-        for a, b in zip(lo[np.r_[True, apart]].tolist(), hi[np.r_[apart, True]].tolist()):
-            start[a:b] = False
-            start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
-    return np.flatnonzero(start), cp
 
 # %% ../nbs/04a_fast_encoding.ipynb #f008914f
 _FIRST = np.array([((1 << 8 * k) - 1) << 64 - 8 * k for k in range(9)], np.uint64)  # masks: the first k of 8 bytes

@@ -14,7 +14,7 @@ import os
 import re
 import zlib
 from itertools import repeat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 # %% auto #0
@@ -710,6 +710,25 @@ def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     if len(parts) == 1: return Tokenizer.encode_ordinary(self, text)
     out = []
     for part in parts: out += Tokenizer.encode_ordinary(self, part)
+    return out
+
+# %% ../nbs/05a_interop.ipynb #meta0b02
+@patch
+def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to encode
+                 *, workers: int | None = None,  # as `Tokenizer.encode_batch`
+                 num_threads: int | None = None,  # tiktoken's name for `workers`
+                 allowed_special=None,  # as in `encode`
+                 disallowed_special=None  # as in `encode`
+                ) -> list[list[int]]:
+    "`Tokenizer.encode_batch`; with `slices`, a text Meta's tokenizer would cut is encoded by `encode`, cut as Meta cuts it."
+    texts, opts = list(texts), dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
+    size, run = self._slices or (0, 0)
+    cut = [i for i, t in enumerate(texts) if run and isinstance(t, str) and (len(t) > size or _has_long_run(t, run))]
+    out = Tokenizer.encode_batch(self, [""  if i in set(cut) else t for i, t in enumerate(texts)] if cut else texts,
+                                 workers=workers, num_threads=num_threads, **opts)
+    for i in cut:
+        try: out[i] = self.encode(texts[i], **opts)
+        except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
     return out
 
 # %% ../nbs/05a_interop.ipynb #a11c0d02

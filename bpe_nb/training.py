@@ -5,50 +5,42 @@
 # %% ../nbs/03a_training.ipynb #61466538
 from __future__ import annotations
 import os
-import warnings
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
-from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['train_bpe', 'train_from_iterator', 'base_words', 'ContinuedRun', 'train_continued']
+__all__ = ['TRAINERS', 'BASES', 'train_bpe', 'train_from_iterator']
 
 # %% ../nbs/03a_training.ipynb #1afb420c
+from . import load_speedups
 from .pretokenize import GPT2_PATTERN, check_special_tokens
-from bpe_nb.naive import (HF_BYTE_ORDER, BPEModel, EarlyStopWarning, TrainingRun, descending_key, merge_pair,
-    train_naive)
+from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import train_incremental
-from .encoder import Tokenizer, encode_pretoken
-from .fast_merge import fast_merge_loop
 from .chunking import count_documents, count_file, renamed_block_size
 
 # %% ../nbs/03a_training.ipynb #224df12a
-_TRAINERS = {"incremental": train_incremental, "naive": train_naive}
+TRAINERS = {"incremental": train_incremental, "naive": train_naive}  # what `trainer=` names
+BASES = {}  # how a run continues a `base`: filled by chapter 04d's module (`bpe_nb.continuation`) when it loads
 
-def _as_base(base):
-    "The tokenizer to continue: `base` itself, or the `Tokenizer` of a `BPEModel` (with its recorded pattern)."
-    return Tokenizer.from_model(base) if isinstance(base, BPEModel) else base
+def _bases() -> dict:
+    "The hooks of continued training, loaded on first use (a base is a `Tokenizer`: a later chapter's class)."
+    load_speedups("training")
+    return BASES
 
 def _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency, max_token_length, base=None,
-                    pattern=None) -> tuple[tuple, tuple, dict, str]:
-    "Check the training arguments before any counting; return the special tokens, the separators, the limits and the pattern."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
+                    pattern=None) -> tuple:
+    "Check the training arguments before any counting; return the base, special tokens, separators, limits and pattern."
+    if trainer not in TRAINERS: raise ValueError(f"trainer must be one of {tuple(TRAINERS)}, got {trainer!r}")
     specials = check_special_tokens(special_tokens)
     limits = dict(min_frequency=min_frequency, max_token_length=max_token_length)
-    if base is None:
-        TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)
-        return specials, specials, limits, GPT2_PATTERN if pattern is None else pattern
-    ContinuedRun(base, {}, vocab_size, specials, tie_break, progress=False, **limits)  # its checks (base included)
-    if pattern is not None and pattern != base.pattern:
-        raise ValueError(f"pattern={pattern!r} conflicts with the base's pattern {base.pattern!r}: a continued "
-                         "run pre-tokenizes with the base's (leave pattern=None)")
-    return specials, specials + tuple(s for s in base.special_tokens if s not in specials), limits, base.pattern
+    if base is not None: return _bases()["check"](base, vocab_size, specials, tie_break, limits, pattern)
+    TrainingRun({}, vocab_size, specials, tie_break, progress=False, **limits)
+    return None, specials, specials, limits, GPT2_PATTERN if pattern is None else pattern
 
 def _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base) -> BPEModel:
     "Run the trainer on `counts`: from scratch, or continuing `base`."
-    if base is None: return _TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
-    return train_continued(base, counts, vocab_size, specials, trainer, tie_break, progress, **limits)
+    if base is None: return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
+    return _bases()["train"](base, counts, vocab_size, specials, trainer, tie_break, progress, **limits)
 
 def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               vocab_size: int,  # total size: 256 bytes + merges + special tokens (with `base`: its whole vocab + new merges + new special tokens)
@@ -65,12 +57,11 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
               min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
               max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
-              base: Tokenizer | BPEModel | None = None,  # a tokenizer (or trained model) to continue: its merges first, new ones after
+              base=None,  # a `Tokenizer` or `BPEModel` to continue (chapter 04d): its merges first, new ones after
               piece_size: int | None = None,  # deprecated: the old name of `block_size`
              ) -> BPEModel:
     "Count the pre-tokens of the file at `path` in parallel, then learn BPE merges from the counts (after `base`'s, if given)."
-    base = _as_base(base)
-    specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
+    base, specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
                                                             max_token_length, base, pattern)
     block_size = renamed_block_size(block_size, piece_size)
     counts, record = count_file(path, separators, workers, executor, pattern, errors, progress, block_size,
@@ -96,11 +87,10 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
                         chunk_size: int = 1 << 20,  # bytes of joined documents per task (memory: a few of these)
                         min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
                         max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)
-                        base: Tokenizer | BPEModel | None = None,  # a tokenizer (or trained model) to continue: its merges first, new ones after
+                        base=None,  # a `Tokenizer` or `BPEModel` to continue (chapter 04d): its merges first, new ones after
                        ) -> BPEModel:
     "Learn BPE merges from documents streamed from any iterable of strings, counted in parallel; as `train_bpe` on them joined by the first special token."
-    base = _as_base(base)
-    specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
+    base, specials, separators, limits, pattern = _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequency,
                                                             max_token_length, base, pattern)
     progress = False if progress is None else progress
     counts, record = count_documents(iterable, separators, pattern=pattern, workers=workers, executor=executor,
@@ -109,118 +99,3 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
     model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
                       **record)
     return model
-
-# %% ../nbs/03a_training.ipynb #1549ae35
-def base_words(base: Tokenizer,  # the tokenizer training continues from
-               counts: Mapping[bytes, int]  # pre-token bytes -> count, counted with `base.pattern`
-              ) -> list[tuple[tuple[int, ...], int]]:
-    "Each pre-token as the ids `base` encodes it to, with its count; those of one token (no pair to merge) are left out."
-    out = []
-    for w, n in counts.items():
-        if not isinstance(w, bytes): raise TypeError(f"pre-tokens must be bytes, got {w!r}")
-        if isinstance(n, bool) or not isinstance(n, int): raise TypeError(f"count of {w!r} must be an int, got {n!r}")
-        if n < 0: raise ValueError(f"count of {w!r} is negative: {n}")
-        if n and len(w) > 1:
-            ids = encode_pretoken(w, base.byte_ids, base.ranks, base.merged)
-            if len(ids) > 1: out.append((tuple(ids), n))
-    return out
-
-# %% ../nbs/03a_training.ipynb #6abeb6f2
-class ContinuedRun(TrainingRun):
-    "A `TrainingRun` that starts where `base` ends: its ids and tokens, each pre-token encoded with its merges."
-    def __init__(self,
-                 base: Tokenizer | BPEModel,  # the tokenizer to extend (any `Tokenizer`: trained here, GPT-2, cl100k...), or a trained model
-                 counts: Mapping[bytes, int],  # pre-token bytes -> count, counted with `base.pattern`
-                 vocab_size: int,  # the whole size: the base's vocab (special tokens too) + new merges + new special tokens
-                 special_tokens: Sequence[str] = (),  # those the base lacks get ids after the new merges
-                 tie_break: str = "bytes-greater",  # one of `TIE_BREAKS`, applied to the base's tokens too
-                 progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
-                 trainer: str = "",  # the trainer's name, recorded in `info`
-                 min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
-                 max_token_length: int | None = None,  # HF's token length limit, in bytes (see `allowed`)
-                ):
-        base = _as_base(base)
-        if not isinstance(base, Tokenizer): raise TypeError(f"base must be a bpe_nb Tokenizer or BPEModel, got {type(base).__name__}")
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-            raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
-        added = tuple(s for s in check_special_tokens(special_tokens) if s not in base.special_tokens)
-        have, top = len(base.vocab), max(base.vocab)
-        if vocab_size <= have + len(added):
-            raise ValueError(f"vocab_size={vocab_size} leaves no room for a new merge: it counts the whole vocabulary, "
-                             f"the base's {have:,} entries (special tokens included)"
-                             + (f" + {len(added)} new special token(s)" if added else "") + f"; give {have + len(added) + 1:,} or more")
-        if top + vocab_size - have >= 2**31:
-            raise ValueError(f"the base's largest id {top:,} leaves no room below 2**31 for {vocab_size - have:,} new ids")
-        super().__init__({}, 256 + vocab_size - have, added, tie_break, progress, trainer, min_frequency, max_token_length)
-        self.base, self.vocab_size_requested = base, vocab_size
-        self.vocab = [b""] * (top + 1)  # id -> bytes, grows with each merge from top + 1
-        for i, b in base.vocab.items(): self.vocab[i] = b
-        self.order = [self.token_order(b, i) for i, b in enumerate(self.vocab)]
-        self.pretokens = base_words(base, counts)  # tuples of ids, which `words` and the merge loops take as they are
-
-    def token_order(self, token: bytes,  # a base token's bytes
-                    i: int  # its id
-                   ):
-        "The tie key of base token `i`: its descending bytes, or its id (under `hf`, a single byte's place in HF's alphabet)."
-        if self.tie_break == "bytes-greater": return descending_key(token)
-        if self.tie_break == "hf" and len(token) == 1: return HF_BYTE_ORDER[token[0]]
-        return i
-
-# %% ../nbs/03a_training.ipynb #b79b2f69
-@patch
-def allowed(self: ContinuedRun,
-            pair: tuple[int, int]  # a pair of ids
-           ) -> bool:
-    "`TrainingRun.allowed` by the tokens' bytes: two single bytes, or fewer bytes together than `max_token_length`."
-    m, a, b = self.max_token_length, self.vocab[pair[0]], self.vocab[pair[1]]
-    return m is None or (len(a) == 1 and len(b) == 1) or len(a) + len(b) < m
-
-@patch
-def model(self: ContinuedRun) -> BPEModel:
-    "The base's vocabulary, merges and special tokens, then the new merges and special tokens (ids after the base's largest)."
-    top = len(self.vocab) - len(self.merges) - 1  # the base's largest id
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EarlyStopWarning)  # warned below, with the right sizes
-        new = TrainingRun.model(self)  # closes progress; ids top + 1, top + 2, ... for the new merges, then specials
-    base = self.base
-    vocab = {**base.vocab, **{i: b for i, b in new.vocab.items() if i > top}}
-    info = {**new.info, "vocab_size": len(vocab), "base_vocab_size": len(base.vocab), "base_merges": len(base.merges)}
-    if info["stopped_early"]:
-        warnings.warn(f"training stopped early after {info['merges_learned']} of {self.planned} planned new merges: "
-                      f"{self.stop_reason}; the vocabulary has {len(vocab)} entries, not {self.vocab_size_requested}",
-                      EarlyStopWarning, stacklevel=3)
-    return BPEModel(vocab=vocab, merges=base.merges + new.merges,
-                    special_tokens={**base.special_tokens, **new.special_tokens}, info=info)
-
-# %% ../nbs/03a_training.ipynb #493aae9b
-def _naive_loop(run: TrainingRun):
-    "The loop of `train_naive` on any run: recount every pair at every step, merge the best."
-    words = run.words
-    while len(run.merges) < run.planned:
-        pair_counts = defaultdict(int)
-        for w, n in words:
-            for pair in zip(w, w[1:]): pair_counts[pair] += n
-        pair_counts = {p: n for p, n in pair_counts.items() if run.allowed(p)}
-        if not pair_counts: break
-        top = max(pair_counts.values())
-        if run.too_rare(top): break
-        best = min((p for p, n in pair_counts.items() if n == top), key=lambda p: run.key(p, top))
-        new = run.add_merge(best, top)
-        words = [(merge_pair(w, best, new), n) if best[0] in w else (w, n) for w, n in words]
-
-def train_continued(base: Tokenizer | BPEModel,  # the tokenizer to extend (or a trained model)
-                    counts: Mapping[bytes, int],  # pre-token bytes -> count, counted with `base.pattern` (and its special tokens)
-                    vocab_size: int,  # the whole size: the base's vocab (special tokens too) + new merges + new special tokens
-                    special_tokens: Sequence[str] = (),  # those the base lacks get ids after the new merges
-                    trainer: str = "incremental",  # "incremental" (fast) or "naive" (the reference)
-                    tie_break: str = "bytes-greater",  # one of `bpe_nb.naive.TIE_BREAKS`
-                    progress=None,  # None/True: a tqdm bar; False: silent; a callable: gets `MergeProgress`
-                    min_frequency: int = 0,  # stop when the best pair occurs fewer times than this
-                    max_token_length: int | None = None,  # HF's token length limit, in bytes
-                   ) -> BPEModel:
-    "Continue `base`'s merges on a table of pre-token counts: the base's vocab and merges, then new merges with ids after its largest."
-    if trainer not in _TRAINERS: raise ValueError(f"trainer must be one of {tuple(_TRAINERS)}, got {trainer!r}")
-    run = ContinuedRun(_as_base(base), counts, vocab_size, special_tokens, tie_break, progress, trainer, min_frequency,
-                       max_token_length)
-    (_naive_loop if trainer == "naive" else fast_merge_loop)(run)
-    return run.model()

@@ -1,4 +1,4 @@
-"""The array path of chapter 04a (`_array_bounds` and the bulk encoder) against the regex path and tiktoken.
+"""The array path: chapter 00a's pre-tokenizer (`array_bounds`) and chapter 04a's bulk encoder, against the regex path and tiktoken.
 
 The regex path is the reference: for every pattern in `ARRAY_RULES`, the pre-tokens the array rules find
 must be the ones `regex` finds, on any text (hypothesis), and the ids of cl100k and o200k through the
@@ -12,9 +12,10 @@ import pytest
 import regex
 from hypothesis import given, settings, strategies as st
 
+import bpe_nb.array_pretokenize as ap
 import bpe_nb.fast_encoding as fe
 from bpe_nb.encoder import Tokenizer
-from bpe_nb.fast_encoding import ARRAY_RULES, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES
+from bpe_nb.array_pretokenize import ARRAY_RULES, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES
 from bpe_nb.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN, compile_pattern
 
 LLAMA3, TEKKEN = LLAMA3_PATTERN, TEKKEN_PATTERN  # chapter 00
@@ -32,7 +33,7 @@ def array_pieces(rules, pattern, parts):
     joined = "".join(parts)
     edge = np.zeros(len(joined) + 1, bool)
     edge[np.cumsum([0, *map(len, parts)])] = True
-    s = fe._array_bounds(joined, edge, rules, compile_pattern(pattern).findall)[0].tolist()
+    s = ap.array_bounds(joined, edge, rules, compile_pattern(pattern).findall)[0].tolist()
     return [joined[a:b] for a, b in zip(s, s[1:])]
 
 
@@ -66,18 +67,18 @@ def test_contraction_letters_match_regex():
     "The letters `(?i)` folds onto s d m t (one-letter contractions) and onto l v r e, over every code point."
     every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
     one = {m.group() for m in regex.finditer(r"(?i:[sdmt])", every)}
-    assert one == {chr(c) for c in np.flatnonzero(fe._C1)}
+    assert one == {chr(c) for c in np.flatnonzero(ap._C1)}
     assert {m.group() for m in regex.finditer(r"(?i:[lver])", every)} == set("lverLVER")  # ASCII only, as coded
 
 
 def test_classes_match_regex():
     "The class table agrees with `regex` on every assigned or unassigned code point of the BMP and plane 1."
     cps = np.array([c for c in range(0x20000) if not 0xD800 <= c <= 0xDFFF], np.uint32)
-    f = fe._char_classes(cps)
+    f = ap.char_classes(cps)
     s = "".join(map(chr, cps.tolist()))
-    for cls, rx in [(fe.LL, r"\p{Ll}"), (fe.DIGIT, r"\p{N}"), (fe.MARK, r"\p{M}")]:
+    for cls, rx in [(ap.LL, r"\p{Ll}"), (ap.DIGIT, r"\p{N}"), (ap.MARK, r"\p{M}")]:
         assert set(np.flatnonzero(f == cls).tolist()) == {m.start() for m in regex.finditer(rx, s)}
-    assert set(np.flatnonzero(f >= fe.SPACE).tolist()) == {m.start() for m in regex.finditer(r"\s", s)}
+    assert set(np.flatnonzero(f >= ap.SPACE).tolist()) == {m.start() for m in regex.finditer(r"\s", s)}
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from bpe_nb.encoder import Tokenizer
 from bpe_nb.interop import import_gpt2
 from bpe_nb.naive import TIE_BREAKS, EarlyStopWarning, train_naive
 from bpe_nb.pretokenize import CL100K_PATTERN, bytes_to_unicode, count_pretokens
-from bpe_nb.training import ContinuedRun, train_bpe, train_continued, train_from_iterator
+from bpe_nb.continuation import ContinuedRun, train_continued
+from bpe_nb.training import train_bpe, train_from_iterator
 
 from conftest import BUNDLED_SAMPLE, TEST_DATA, tiktoken_gpt2
 

@@ -1260,7 +1260,8 @@ def test_encode_iterable_finds_a_disallowed_token_across_seams(fim, monkeypatch)
 # ---------------------------------------------------------------- the bulk path (long pure-ASCII texts, GPT-2's pattern)
 import threading
 
-from bpe_nb.fast_encoding import _KeyTable, _Rows, _gpt2_starts, _piece_keys
+from bpe_nb.array_pretokenize import gpt2_starts
+from bpe_nb.fast_encoding import _KeyTable, _Rows, _piece_keys
 from bpe_nb.pretokenize import GPT2_ASCII, compile_pattern
 
 GPT2_RX = compile_pattern(GPT2_PATTERN)
@@ -1275,14 +1276,14 @@ def _bulk_pieces(texts: list[str]) -> list[str]:
     joined = "".join(texts)
     edge = np.zeros(len(joined) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
-    s = _gpt2_starts(np.frombuffer(joined.encode("ascii"), np.uint8), edge).tolist()
+    s = gpt2_starts(np.frombuffer(joined.encode("ascii"), np.uint8), edge).tolist()
     return [joined[a:b] for a, b in zip(s, s[1:])]
 
 
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(ascii_text, min_size=1, max_size=4))
 def test_bulk_pre_tokens_equal_the_regex_text_by_text(texts):
-    "`_gpt2_starts` on texts laid out in one array: each text's pre-tokens as `regex` (and `re`) find them."
+    "`gpt2_starts` on texts laid out in one array: each text's pre-tokens as `regex` (and `re`) find them."
     expected = [p for t in texts for p in GPT2_RX.findall(t)]
     assert _bulk_pieces(texts) == expected == [p for t in texts for p in GPT2_ASCII.findall(t)]
 

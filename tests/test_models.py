@@ -202,6 +202,17 @@ def test_long_texts_are_cut_where_meta_cuts_them(sample_text):
     assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
 
 
+def test_encode_batch_cuts_each_text_where_meta_cuts_it(sample_text):
+    "A batch of long and short texts: each text's ids are Meta's `encode` of it (the long ones cut, the short ones whole)."
+    tok, ref = interop.get_encoding("llama3", FILES["llama3"]), _meta("llama3")
+    texts = [sample_text[:1000], sample_text[:450_000] + "x" * 30_000, "a" * 26_000 + " b", " " * 30_000 + "c", "", "short"]
+    got = tok.encode_batch(texts, workers=1)
+    assert got == [ref.encode(t, bos=False, eos=False) for t in texts]
+    assert got[1] != ref.model.encode_ordinary(texts[1])  # plain tiktoken differs on the cut text
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        tok.encode_batch(["ok", "x" * 30_000 + "<|eot_id|>"], disallowed_special="all")
+
+
 def test_explain_agrees_with_encode_on_tokens_only_the_shortcut_gives():
     tok = interop.get_encoding("llama3", FILES["llama3"])
     text = " nhiều .:.: world"

@@ -1,6 +1,6 @@
 """The module graph follows the reading order (issue 25): no module imports a later chapter's module, no cycle,
 no private name crosses modules, the learner's modules are plain Python, and users get the fast paths by default."""
-import ast, subprocess, sys
+import ast, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -8,7 +8,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "bpe_nb"
 # The reading order: the learner's path, then the production track (nbs/index.ipynb, the docs sidebar).
 ORDER = ["pretokenize", "naive", "incremental", "encoder",                       # learner's path
-         "fast_merge", "chunking", "training", "fast_encoding", "decoding", "analysis", "artifacts", "interop", "cli", "benchmark"]
+         "array_pretokenize", "fast_merge", "chunking", "training", "fast_encoding", "decoding", "analysis", "continuation", "artifacts", "interop", "cli", "benchmark"]
 LEARNER = ORDER[:4]
 
 
@@ -43,6 +43,24 @@ def test_no_import_from_a_later_chapter(name):
     for mod, names in imports_of(name):
         if mod in ("", name): continue   # the package itself (`load_speedups`), or a worker function by its full name
         assert ORDER.index(mod) < ORDER.index(name), f"{name} imports {mod}, a later chapter"
+
+
+def chapter_numbers() -> dict[str, str]:
+    "module -> the number of the notebook that exports it (`03a` for nbs/03a_training.ipynb)."
+    out = {}
+    for nb in sorted((PKG.parent / "nbs").glob("[0-9]*.ipynb")):
+        m = re.search(r"#\| default_exp (\w+)", nb.read_text(encoding="utf-8"))
+        if m: out[m.group(1)] = nb.stem.split("_")[0]
+    return out
+
+
+@pytest.mark.parametrize("name", ORDER)
+def test_no_import_from_a_later_chapter_number(name):
+    "Modules follow chapters by number too: 03a may use 02a but not 04, even though 04 is read first."
+    num = chapter_numbers()
+    for mod, names in imports_of(name):
+        if mod in ("", name): continue
+        assert num[mod] < num[name], f"{name} (chapter {num[name]}) imports {mod} (chapter {num[mod]})"
 
 
 @pytest.mark.parametrize("name", ORDER)

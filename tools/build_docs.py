@@ -506,8 +506,8 @@ def rewrite(proc: Path, book: Path, doc_url: str) -> list[tuple[str, dict]]:
 PARTS = (   # (caption, pages in reading order); a page that does not exist is left out
     ("Learner's path", ["why.ipynb", "00_pretokenize.ipynb", "01_naive_trainer.ipynb", "02_incremental_trainer.ipynb",
                         "04_encoder.ipynb"]),
-    ("Production track", ["02a_fast_merge.ipynb", "03_parallel_chunking.ipynb", "03a_training.ipynb",
-                          "04a_fast_encoding.ipynb", "04b_offsets_and_streams.ipynb", "04c_vocabulary_analysis.ipynb", "05_artifacts.ipynb", "05a_interop.ipynb", "06_cli.ipynb",
+    ("Production track", ["00a_array_pretokenize.ipynb", "02a_fast_merge.ipynb", "03_parallel_chunking.ipynb", "03a_training.ipynb",
+                          "04a_fast_encoding.ipynb", "04b_offsets_and_streams.ipynb", "04c_vocabulary_analysis.ipynb", "04d_continued_training.ipynb", "05_artifacts.ipynb", "05a_interop.ipynb", "06_cli.ipynb",
                           "07_benchmark.ipynb"]),
     ("Appendix", ["cli_reference.ipynb", "solutions/*", "references.ipynb", "developing.ipynb"]),
 )

@@ -26,8 +26,8 @@ CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", 
           "tables", "xrefs", "layout", "groups", "alt", "rawlinks", "wrapping", "widetables")
 # Issue 25: the sidebar's three parts, in reading order (a page whose notebook does not exist is left out).
 LEARNER = ["why.html", "00_pretokenize.html", "01_naive_trainer.html", "02_incremental_trainer.html", "04_encoder.html"]
-PRODUCTION = ["02a_fast_merge.html", "03_parallel_chunking.html", "03a_training.html", "04a_fast_encoding.html",
-              "04b_offsets_and_streams.html", "04c_vocabulary_analysis.html",
+PRODUCTION = ["00a_array_pretokenize.html", "02a_fast_merge.html", "03_parallel_chunking.html", "03a_training.html", "04a_fast_encoding.html",
+              "04b_offsets_and_streams.html", "04c_vocabulary_analysis.html", "04d_continued_training.html",
               "05_artifacts.html", "05a_interop.html", "06_cli.html", "07_benchmark.html"]
 APPENDIX = ["cli_reference.html", "solutions/*", "references.html", "developing.html"]
 PARTS = (("Learner's path", LEARNER), ("Production track", PRODUCTION), ("Appendix", APPENDIX))
