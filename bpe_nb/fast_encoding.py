@@ -32,7 +32,8 @@ from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges,
 from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_disallowed, replace_surrogates,
                             replay_steps)
 from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
-                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds)  # chapter 00a
+                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds,
+                                     byte_bounds as _byte_bounds)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -519,14 +520,6 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         if (w := int(n.max())) < ids.shape[1]: ids, rk, bnd = ids[:, :w], rk[:, :w - 1], bnd[:, :w + 1]
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
-def _byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; positions in them
-                ) -> np.ndarray:
-    "The positions `chars` of a text as offsets in its UTF-8 bytes."
-    wide = np.flatnonzero(cp >= 0x80)  # the characters of more than one byte, and how many more
-    extra = np.zeros(len(wide) + 1, np.int64)
-    np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
-    return chars + extra[np.searchsorted(wide, chars)]
-
 @patch
 def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them
                  out: list[int]):
