@@ -32,7 +32,8 @@ from .chunking import SAFE_SPACE, SAFE_SPACE_BACK, last_safe_space, file_ranges,
 from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_disallowed, replace_surrogates,
                             replay_steps)
 from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
-                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds)  # chapter 00a
+                                     gpt2_starts as _gpt2_starts, array_bounds as _array_bounds,
+                                     byte_bounds as _byte_bounds)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -111,6 +112,7 @@ def _prepare(self: Tokenizer):
     self._bulk_ok = ((self._find_ascii is not None or self._rules is not None)  # bulk: int64 keys and ids
                      and self._shift <= 31 and max(self.vocab) < 1 << 63)
     self._bulk_local, self._rank_arrays = threading.local(), None  # its state per thread; merge tables as arrays
+    self._token_keys = None  # the tokens as keys, for tokenizers that encode by tiktoken's rule (`_seed_tokens`)
 
 # %% ../nbs/04a_fast_encoding.ipynb #b987146a
 _SCAN_MAX = 40  # pre-tokens of at most this many bytes use `merge_scan`, longer ones `merge_heap`
@@ -140,7 +142,7 @@ def _trim_cache(self: Tokenizer):
     if extra > 0:  # a dict deleted at its front is scanned past those slots: one trim per cache_size / 4 new entries
         for k in list(islice(self._cache, extra + self._cache_size // 4)): del self._cache[k]
     state = getattr(self._bulk_local, "state", None)
-    if state is not None and state.rows.n > self._cache_size: self._bulk_local.state = None
+    if state is not None and state.rows.n - state.seeded > self._cache_size: self._bulk_local.state = None
 
 # %% ../nbs/04a_fast_encoding.ipynb #84444f54
 @patch
@@ -237,6 +239,14 @@ def get(self: _KeyTable, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     raise _Flooded(f"more than {_MAX_ROUNDS} probing rounds")
 
 @patch
+def copy(self: _KeyTable) -> _KeyTable:
+    "An independent copy (same multipliers, same slots)."
+    new = _KeyTable.__new__(_KeyTable)
+    new.bits, new.n, new.mix = self.bits, self.n, self.mix
+    new.k1, new.k2, new.row = self.k1.copy(), self.k2.copy(), self.row.copy()
+    return new
+
+@patch
 def _grow(self: _KeyTable, more: int):
     "Double the table until `more` new keys fit at most half full; the keys move to their new slots."
     full = self.k2 != 0
@@ -251,15 +261,18 @@ def intern(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # keys; repeats all
           ) -> tuple[np.ndarray, np.ndarray]:
     "The row of each key, adding the absent ones; also the positions of the keys that were added, in row order."
     out, added, at, slot = np.empty(len(k1), np.int64), [], np.arange(len(k1)), self._slots(k1, k2)
+    claim = np.empty(1 << self.bits, np.int64)  # slot -> a key that claims it this round
     for _ in range(_MAX_ROUNDS):  # a round: each key meets itself (done), an empty slot (claimed), or another key (next slot)
         if not len(at): return out, np.concatenate(added) if added else np.zeros(0, np.int64)
         t2 = self.k2[slot]
         hit = (t2 == k2[at]) & (self.k1[slot] == k1[at])
         out[at[hit]] = self.row[slot[hit]]
         empty = np.flatnonzero(t2 == 0)
-        first = np.sort(empty[np.unique(slot[empty], return_index=True)[1]])  # one claim per slot: the earliest
+        se = slot[empty]
+        claim[se[::-1]] = empty[::-1]  # one claim per slot wins, no sort: the write that lands last (the earliest key)
+        first = empty[claim[se] == empty]
         if 2 * (self.n + len(first)) > 1 << self.bits:  # the claims would fill it over half: grow, and probe afresh
-            self._grow(len(first))
+            self._grow(len(first)); claim = np.empty(1 << self.bits, np.int64)
             at = at[~hit]; slot = self._slots(k1[at], k2[at])
             continue
         win, ws = at[first], slot[first]
@@ -391,13 +404,20 @@ _BULK_MAX = 1 << 20  # characters without a safe cut, at most, in a block: a lon
 _MANY_MIN = 128  # new pre-tokens, at least, for `_merge_many`; fewer go through the cache one by one
 
 class _Bulk:
-    "What the bulk path knows between calls: a key table and the rows of ids it points to."
-    def __init__(self): self.table, self.rows = _KeyTable(15), _Rows()  # room for a first block's pre-tokens
+    "What the bulk path knows between calls: a key table and the rows of ids it points to (the first `seeded` rows: tokens)."
+    def __init__(self, seed: tuple | None = None  # `Tokenizer._token_keys`: every token starts out known (tiktoken's rule)
+                ):
+        self.table, self.rows, self.seeded = _KeyTable(15), _Rows(), 0  # room for a first block's pre-tokens
+        if seed is not None:
+            table, ids = seed[:2]
+            self.table = table.copy()
+            self.rows.ids, self.rows.start, self.rows.size = ids.copy(), np.arange(len(ids)), np.ones(len(ids), np.int64)
+            self.rows.n = self.rows.n_ids = self.seeded = len(ids)
 
 @patch
 def _bulk_state(self: Tokenizer) -> _Bulk:
     "This thread's bulk state, or a new one."
-    return getattr(self._bulk_local, "state", None) or _Bulk()
+    return getattr(self._bulk_local, "state", None) or _Bulk(self._token_keys)
 
 # %% ../nbs/04a_fast_encoding.ipynb #4934373f
 @patch
@@ -419,15 +439,87 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
     self._cache.update(zip(map(pieces.__getitem__, missing), merged))
     return ids
 
-# %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
-def _byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; positions in them
-                ) -> np.ndarray:
-    "The positions `chars` of a text as offsets in its UTF-8 bytes."
-    wide = np.flatnonzero(cp >= 0x80)  # the characters of more than one byte, and how many more
-    extra = np.zeros(len(wide) + 1, np.int64)
-    np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
-    return chars + extra[np.searchsorted(wide, chars)]
+# %% ../nbs/04a_fast_encoding.ipynb #cold0002
+@patch
+def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
+                ):
+    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them."
+    toks = list(ids)
+    lens = np.fromiter(map(len, toks), np.int64, len(toks))
+    flat = np.frombuffer(b"".join(toks), np.uint8)
+    short = np.flatnonzero(lens <= _KEY_BYTES)
+    starts, lens = (np.cumsum(lens) - lens)[short], lens[short]
+    vals = np.fromiter(ids.values(), np.int64, len(toks))[short]
+    table = _KeyTable(max(15, int(2 * (len(short) + self._cache_size)).bit_length()))  # room for the pre-tokens a state keeps
+    table.intern(*_piece_keys(flat, starts, lens), np.arange(len(short)))  # row k: the token of id `vals[k]`
+    pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
+    two = lens == 2
+    pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
+    self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64)
 
+# %% ../nbs/04a_fast_encoding.ipynb #cold0003
+@patch
+def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15) uint8: their bytes, then any padding
+                  lens: np.ndarray,  # the length of each, from 1 to width
+                  limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
+                  trace: list | None = None  # if given, each round appends `(rows, merged ids, left ids, right ids)`
+                 ) -> list[tuple[int, ...]]:
+    "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
+    table, vals, pair, byte_ids = self._token_keys
+    none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
+    rows_n, width = data.shape
+    pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
+    at = np.ndarray((pad.size - 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
+    def look(base, a, b, lim):  # the id of each span [a, b) of the rows at `base`, `none` if it is no token (below `lim`)
+        size = b - a
+        k1 = at[base + a].astype(np.uint64) & _FIRST[np.minimum(size, 8)]
+        k2 = at[base + a + 8].astype(np.uint64) & _FIRST[np.clip(size - 8, 0, 7)] | size.astype(np.uint64)
+        row = table.get(k1, k2)
+        found = np.where(row >= 0, vals[row], none)
+        return np.where(found < lim, found, none)
+    out, base = [None] * rows_n, np.arange(rows_n, dtype=np.int64) * (width + 16)
+    lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
+    whole = look(base, np.zeros(rows_n, np.int64), lens, lim)  # tiktoken's shortcut: a pre-token that is a token
+    for i, t in zip(np.flatnonzero(whole < none).tolist(), whole[whole < none].tolist()): out[i] = (t,)
+    rows = np.flatnonzero(whole == none)
+    if not len(rows): return out
+    data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
+    ids = byte_ids[data]
+    rk = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
+    rk[(rk < 0) | (rk >= lim[:, None])] = none
+    rk[np.arange(width - 1) >= (n - 1)[:, None]] = none  # past a row's end: no pair
+    bnd = np.broadcast_to(np.arange(width + 1), (len(rows), width + 1)).copy()  # where each part starts, then the end
+    while True:
+        ar = np.arange(len(rows))
+        if rk.shape[1]: p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
+        else: done = np.ones(len(rows), bool)
+        if done.any():  # finished rows: their first n ids
+            for k in np.unique(n[done]).tolist():
+                m = done & (n == k)
+                for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
+            if done.all(): return out
+            rows, ids, rk, p, r, n, bnd, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, bnd, base, lim))
+            ar = np.arange(len(rows))
+        w = ids.shape[1]
+        if trace is not None: trace.append((rows, r, ids[ar, p], ids[ar, p + 1]))
+        ids[ar, p] = r  # the merged part's id is its rank; the right part and its start go
+        keep = np.ones(ids.shape, bool); keep[ar, p + 1] = False
+        ids = ids[keep].reshape(len(rows), w - 1)
+        keep = np.ones(bnd.shape, bool); keep[ar, p + 1] = False
+        bnd = bnd[keep].reshape(len(rows), w)
+        keep = np.ones(rk.shape, bool); keep[ar, np.minimum(p + 1, w - 2)] = False
+        rk = rk[keep].reshape(len(rows), w - 2)
+        n = n - 1
+        if w == 2: continue
+        m = p >= 1  # the pair on the left: parts p - 1 and p
+        rk[ar[m], p[m] - 1] = look(base[m], bnd[ar[m], p[m] - 1], bnd[ar[m], p[m] + 1], lim[m])
+        m = p < w - 2  # the pair on the right, if the row has one
+        right = m & (p + 1 < n)
+        rk[ar[m], p[m]] = none
+        rk[ar[right], p[right]] = look(base[right], bnd[ar[right], p[right]], bnd[ar[right], p[right] + 2], lim[right])
+        if (w := int(n.max())) < ids.shape[1]: ids, rk, bnd = ids[:, :w], rk[:, :w - 1], bnd[:, :w + 1]
+
+# %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch
 def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them
                  out: list[int]):

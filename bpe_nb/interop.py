@@ -24,6 +24,7 @@ __all__ = ['MAX_RANKS_BYTES', 'MAX_RANKS', 'MAX_RANK_TOKEN_BYTES', 'MAX_LONG_TOK
            'read_tekken']
 
 # %% ../nbs/05a_interop.ipynb #1b20cd7b
+import numpy as np
 import regex
 from fastcore.basics import patch
 
@@ -504,23 +505,69 @@ def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict | 
 # %% ../nbs/05a_interop.ipynb #f96ed867
 _SPLIT_SCAN_MAX = 24  # tokens of at most this many bytes use `_split_scan`, longer ones `_split_heap`
 
+def _inconsistent(token: bytes, rank: int, a: bytes, b: bytes, own) -> str:
+    "The problem of a token inside which tiktoken builds `a + b` from other parts than on its own (`own`)."
+    return (f"tiktoken builds {shorten(a + b)} from {shorten((a, b))} inside {shorten(token)} (rank {rank}) "
+            f"but from {shorten(own)} on its own: no merge list gives tiktoken's ids")
+
+def _not_two(token: bytes, rank: int, parts: list[bytes]) -> str:
+    "The problem of a token that tiktoken does not build from two lower-ranked tokens."
+    return (f"token {shorten(token)} (rank {rank}) is not two lower-ranked tokens merged (tiktoken stops at "
+            f"{len(parts)} parts {shorten(parts[:6])}): no merge list can produce it")
+
 def _merges_from_ranks(ranks: dict[bytes, int],  # tiktoken's mergeable ranks: token bytes -> rank
-                       bad  # problem -> the exception to raise
+                       bad,  # problem -> the exception to raise
+                       tok: Tokenizer | None = None  # a tokenizer of these ranks with chapter 04a's token keys: short tokens in bulk
                       ) -> list[tuple[bytes, bytes]]:
     "The merges that tiktoken's ranks imply: for each multi-byte token, in rank order, the two parts tiktoken builds it from."
-    split: dict[bytes, tuple[bytes, bytes]] = {}  # token -> its two parts, in rank order
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) == 1: continue
+    order = [t for t, _ in sorted(ranks.items(), key=lambda kv: kv[1])]
+    split, failed = ({}, None) if tok is None or tok._token_keys is None else _short_splits(order, ranks, tok)
+    for token in order:
+        if len(token) == 1 or token in split: continue
+        rank = ranks[token]
+        if failed is not None and failed[0] < rank: break  # a short token failed first
         try: parts = (_split_scan if len(token) <= _SPLIT_SCAN_MAX else _split_heap)(token, rank, ranks, split)
-        except _Inconsistent as e:
-            raise bad(f"tiktoken builds {shorten(e.a + e.b)} from {shorten((e.a, e.b))} inside {shorten(token)} (rank {rank}) "
-                      f"but from {shorten(split.get(e.a + e.b))} on its own: no merge list gives tiktoken's ids") from None
-        if len(parts) != 2:
-            raise bad(f"token {shorten(token)} (rank {rank}) is not two lower-ranked tokens merged (tiktoken stops at "
-                      f"{len(parts)} parts {shorten(parts[:6])}): no merge list can produce it")
+        except _Inconsistent as e: raise bad(_inconsistent(token, rank, e.a, e.b, split.get(e.a + e.b))) from None
+        if len(parts) != 2: raise bad(_not_two(token, rank, parts))
         split[token] = (parts[0], parts[1])
-    return list(split.values())
+    if failed is not None: raise bad(failed[1])
+    return [split[t] for t in order if len(t) > 1]
 
+# %% ../nbs/05a_interop.ipynb #cold0101
+def _short_splits(order: list[bytes], ranks: dict[bytes, int], tok: Tokenizer
+                 ) -> tuple[dict[bytes, tuple[bytes, bytes]], tuple[int, str] | None]:
+    "The two parts of every multi-byte token of at most 15 bytes, all at once by chapter 04a's `_merge_concat` (each limited to the ranks below its own); and the first failure `(rank, problem)`, if any."
+    toks = [t for t in order if 1 < len(t) <= 15]
+    if not toks: return {}, None
+    lens = np.fromiter(map(len, toks), np.int64, len(toks))
+    flat = np.frombuffer(b"".join(toks) + bytes(15), np.uint8)
+    own = np.fromiter(map(ranks.__getitem__, toks), np.int64, len(toks)) + tok._offset  # each row's id: its limit
+    trace = []
+    parts = tok._merge_concat(flat[(np.cumsum(lens) - lens)[:, None] + np.arange(15)], lens, own, trace)
+    vocab, top = tok.vocab, int(own.max()) + 1
+    left, right = np.full(top, -1, np.int64), np.full(top, -1, np.int64)  # by token id: its parts' ids, if two
+    two = np.fromiter(map(len, parts), np.int64, len(parts)) == 2
+    pairs = np.array([p for p in parts if len(p) == 2], np.int64).reshape(-1, 2)
+    left[own[two]], right[own[two]] = pairs[:, 0], pairs[:, 1]
+    first = np.full(len(toks), len(trace), np.int64)  # per row: the round of its first merge from other parts
+    wrong = {}
+    for k, (rows, merged, a, b) in enumerate(trace):  # a merge is consistent if it builds a token from its own parts
+        off = np.flatnonzero((left[merged] != a) | (right[merged] != b))
+        off = off[first[rows[off]] == len(trace)]  # a row's first such merge only (a row merges once a round)
+        first[rows[off]] = k
+        wrong.update(zip(rows[off].tolist(), zip(merged[off].tolist(), a[off].tolist(), b[off].tolist())))
+    failed = np.flatnonzero((first < len(trace)) | ~two)
+    problem = None
+    if len(failed):  # the lowest-ranked failure, as a walk in rank order would meet it
+        i = int(failed[0]); token = toks[i]
+        if i in wrong:
+            m, a, b = wrong[i]
+            problem = int(own[i]) - tok._offset, _inconsistent(token, int(own[i]) - tok._offset, vocab[a], vocab[b],
+                                                                (vocab[left[m]], vocab[right[m]]) if left[m] >= 0 else None)
+        else: problem = int(own[i]) - tok._offset, _not_two(token, int(own[i]) - tok._offset, [vocab[x] for x in parts[i]])
+    ok = np.flatnonzero(two & (first == len(trace)))
+    cut = {i: len(vocab[parts[i][0]]) for i in ok.tolist()}
+    return {toks[i]: (toks[i][:k], toks[i][k:]) for i, k in cut.items()}, problem
 
 # %% ../nbs/05a_interop.ipynb #45c9c055
 def _split_table(ranks: dict[bytes, int], ids: dict[bytes, int]) -> tuple[list[int], dict[tuple[int, int], int]]:
@@ -567,6 +614,7 @@ class RanksTokenizer(Tokenizer):
         self._max_special = max(map(len, self.special_tokens), default=0)
         self._token_ids = None
         self._prepare()
+        if self._bulk_ok: self._seed_tokens(ids)  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
@@ -603,7 +651,7 @@ class RanksTokenizer(Tokenizer):
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
         "The merges tiktoken's ranks imply (recovered on first use); an `ArtifactError` if no merge list gives tiktoken's ids."
-        if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, lambda problem: ArtifactError(self._path, problem))
+        if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, lambda problem: ArtifactError(self._path, problem), self)
         return self._merges
 
     def mergeable_ranks(self) -> dict[bytes, int]:
@@ -651,14 +699,18 @@ def encode(self: RanksTokenizer, text: str, *, allowed_special=None, disallowed_
     "`Tokenizer.encode`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    return [i for part in parts for i in Tokenizer.encode(self, part, allowed_special=allowed_special,
-                                                          disallowed_special=disallowed_special)]
+    out = []
+    for part in parts: out += Tokenizer.encode(self, part, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    return out  # (`+=` extends in C; a comprehension would step through every id in Python)
 
 @patch
 def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     "`Tokenizer.encode_ordinary`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
-    return Tokenizer.encode_ordinary(self, text) if len(parts) == 1 else [i for p in parts for i in Tokenizer.encode_ordinary(self, p)]
+    if len(parts) == 1: return Tokenizer.encode_ordinary(self, text)
+    out = []
+    for part in parts: out += Tokenizer.encode_ordinary(self, part)
+    return out
 
 # %% ../nbs/05a_interop.ipynb #meta0b02
 @patch
@@ -682,7 +734,8 @@ def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to enc
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch
 def _merge_many(self: RanksTokenizer, data, lens) -> list[tuple[int, ...]]:
-    "Chapter 04a's `_merge_many` once the merge tables pay for themselves, one by one before; then tiktoken's shortcut."
+    "Short pre-tokens by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
+    if self._token_keys is not None and data.shape[1] <= 15: return Tokenizer._merge_concat(self, data, lens)
     if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
         self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far
         return [self._encode_bytes(data[k, :n].tobytes()) for k, n in enumerate(lens.tolist())]

@@ -96,11 +96,14 @@ def mixed_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(words) for _ in range(n))
 
 
-@pytest.mark.parametrize("tables", [False, True])
-def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample, tables):
-    "Cold and warm, with the new pre-tokens merged one by one (a fresh tokenizer of ranks) and in rounds with the merge tables."
+@pytest.mark.parametrize("mode", ["concat", "one by one", "tables"])
+def test_ids_equal_tiktoken(real_pair, bulk_always, tinystories_sample, mode):
+    "Cold and warm, with the new pre-tokens merged by `_merge_concat` (a fresh tokenizer of ranks), or without the token keys one by one or in rounds with the merge tables."
     shared, reference = real_pair
     ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern)  # a fresh one: no tables yet
+    assert ours._token_keys is not None
+    tables = mode == "tables"
+    if mode != "concat": ours._token_keys = None  # chapter 04a's `_merge_many` for short pre-tokens too
     ours._one_by_one = len(shared._rank_of) if tables else -10**12  # the tables from the first block on, or never
     assert ours._rules is not None and ours._bulk_ok
     import pathlib
@@ -159,3 +162,60 @@ def test_scripts_with_marks(real_pair, bulk_always):
     for pattern, rules in PATTERNS:
         parts = [text[:3000], text[3000:3100], text[3100:9000]]
         assert array_pieces(rules, pattern, parts) == [p for t in parts for p in compile_pattern(pattern).findall(t)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=2, max_size=6).map(lambda b: bytes(x % 4 + 97 for x in b)), min_size=1, max_size=80),
+       st.lists(st.binary(min_size=1, max_size=15).map(lambda b: bytes(x % 4 + 97 for x in b)), min_size=1, max_size=200))
+def test_merge_concat_equals_the_scan_on_random_ranks(extra, words):
+    "`_merge_concat` (tiktoken's rule in rounds) against `_encode_bytes` (one by one), on random tokens over four letters: merges chain, tie and compete; tokens need not be reachable."
+    from bpe_nb.interop import RanksTokenizer
+    from bpe_nb.pretokenize import CL100K_PATTERN
+    ranks = {bytes([i]): i for i in range(256)}
+    for t in extra: ranks.setdefault(t, len(ranks))
+    tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
+    assert tok._token_keys is not None
+    lens = np.array([len(w) for w in words])
+    flat = np.frombuffer(b"".join(words) + bytes(15), np.uint8)
+    rows = flat[(np.cumsum(lens) - lens)[:, None] + np.arange(int(lens.max()))]
+    assert tok._merge_concat(rows, lens) == [tok._encode_bytes(w) for w in words]
+    assert tok._merge_many(rows, lens) == [tok._encode_bytes(w) for w in words]
+
+
+def test_seeded_bulk_state_is_trimmed_by_its_own_rows(real_pair, bulk_always):
+    "A bulk state seeded with every token is dropped only when the pre-tokens it added pass `cache_size`, not for the tokens."
+    shared, reference = real_pair
+    ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern, cache_size=64)
+    text = "the cat sat on the mat. " * 50
+    assert ours.encode(text) == reference.encode_ordinary(text)
+    state = ours._bulk_local.state
+    assert state is not None and state.seeded > 64 and state.rows.n - state.seeded <= 64  # kept: few new ones
+    rng = random.Random(5)
+    words = " ".join("".join(rng.choice("qxzjvkw") for _ in range(7)) for _ in range(400))  # not tokens
+    assert ours.encode(words) == reference.encode_ordinary(words)
+    assert ours._bulk_local.state is None  # dropped: 400 new pre-tokens
+    assert ours.encode(text) == reference.encode_ordinary(text)
+    assert ours._bulk_local.state.seeded == state.seeded
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 999), st.integers(0, 999)), min_size=1, max_size=60),
+       st.lists(st.tuples(st.integers(0, 999), st.integers(0, 999)), max_size=8))
+def test_merge_recovery_in_bulk_equals_the_walk(pairs, swaps):
+    "Merges recovered with `_merge_concat` for short tokens equal the walk in rank order, and so do its errors (which token, which problem): tokens made by merging two earlier ones (up to 30 bytes), their ranks partly swapped, so that some are not two lower-ranked tokens and some are built from other parts inside longer ones."
+    from bpe_nb.interop import RanksTokenizer, _merges_from_ranks
+    from bpe_nb.pretokenize import CL100K_PATTERN
+    toks = [b"a", b"b", b"c"]
+    for i, j in pairs:
+        t = toks[i % len(toks)] + toks[j % len(toks)]
+        if len(t) <= 30 and t not in toks: toks.append(t)
+    extra = toks[3:]
+    for i, j in swaps:
+        if extra: i, j = i % len(extra), j % len(extra); extra[i], extra[j] = extra[j], extra[i]
+    ranks = {bytes([i]): i for i in range(256)}
+    for t in extra: ranks[t] = len(ranks)
+    tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
+    def outcome(t):
+        try: return _merges_from_ranks(ranks, ValueError, t)
+        except ValueError as e: return str(e)
+    assert outcome(tok) == outcome(None)
