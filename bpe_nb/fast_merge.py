@@ -216,7 +216,7 @@ def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
     order, distinct, starts = _runs(keys)
     n = len(keys); del keys
     p = p[order]; del order
-    counts = np.add.reduceat(w[p], starts) if n else np.zeros(0, np.int64)
+    counts = np.add.reduceat(w[p], starts, dtype=np.int64) if n else np.zeros(0, np.int64)  # `w` may be int32
     distinct = distinct.astype(np.int64)
     ids = pairs.add(distinct >> shift, distinct & ((1 << shift) - 1), counts, p, starts)
     pid[p] = np.repeat(ids, np.diff(starts, append=n))
@@ -243,25 +243,25 @@ def _merge_ids(k: int,  # the id of the pair being merged
     Q = nxt[P]; R = nxt[Q]
     left, right = pid[prv[P]], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
     sym[P] = new; sym[Q] = _DEAD; nxt[P] = R; prv[R] = P  # rewrite
-    wt, L = w[P], prv[P]
+    wt, L = w[P].astype(np.int64, copy=False), prv[P]  # counts are summed in 64 bits
     x, y = sym[L], sym[R]
     ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
-    gl, gr = left >= 0, mr & (right >= 0)
-    np.subtract.at(pairs.count, np.concatenate((left[gl], right[gr])), np.concatenate((wt[gl], wt[gr])))
+    wlr = np.concatenate((wt[ml], wt[mr]))  # a pair was withdrawn exactly where one is born: `ml` and `mr`
+    np.subtract.at(pairs.count, np.concatenate((left[ml], right[mr])), wlr)
     pairs.count[k] -= int(wt.sum())
     pid[Q] = -1; pid[P] = -1
     if new < 1 << 15: right_key = 1 << 15; keys = np.concatenate((x[ml], y[mr] | right_key)).astype(np.uint16)
     else: right_key = _RIGHT; keys = np.concatenate((x[ml], y[mr].astype(np.int64) + right_key))
     if not len(keys): return None  # every site stands alone in its pre-token
     order, distinct, starts = _runs(keys)
-    sums = np.add.reduceat(np.concatenate((wt[ml], wt[mr]))[order], starts)
+    sums = np.add.reduceat(wlr[order], starts)
     at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
     distinct = distinct.astype(np.int64)
     nl = int(np.searchsorted(distinct, right_key))  # the left neighbours' keys sort first
     xs = np.concatenate((distinct[:nl], np.full(len(distinct) - nl, new)))
     ys = np.concatenate((np.full(nl, new), distinct[nl:] - right_key))
     ids = pairs.add(xs, ys, sums, at, starts)
-    pid[at] = np.repeat(ids, np.diff(starts, append=len(at)))
+    pid[at] = np.repeat(ids, np.concatenate((starts[1:], [len(at)])) - starts)
     return ids
 
 # %% ../nbs/02a_fast_merge.ipynb #dd5cb88e
@@ -368,12 +368,15 @@ def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples 
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
     sym, wid = _flatten([p for p, _ in run.pretokens])
     sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
-    w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])
-    run.pretokens = None; del wid  # the arrays hold them now
-    (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
+    freq = np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)
+    if freq.max() < 2**31: freq = freq.astype(np.int32)  # the usual case: 4 bytes per position, not 8
+    w_a, w = _twin(freq[wid + 1])
+    run.pretokens = None; del wid, freq  # the arrays hold them now
     pid_a, pid = _twin(np.full(len(sym), -1, dtype=np.int32))
     pairs = _Pairs()
-    heap = _Candidates(run, pairs, _index_ids(sym, w, pairs, pid))
+    ids = _index_ids(sym, w, pairs, pid)  # before the links: its sort's temporaries and the links never coexist
+    (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
+    heap = _Candidates(run, pairs, ids)
     while len(run.merges) < run.planned:
         best = heap.pop()
         if best is None or run.too_rare(best[1]): break  # none left, or too rare

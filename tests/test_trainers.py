@@ -432,7 +432,7 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     def pairs_table(*args):
         t = real_pairs(*args); tables.append(t); return t
     def check():
-        sym, w, nxt, prv, pid = arrays[-5:]  # made in this order by `_flat_loop`
+        sym, w, pid, nxt, prv = arrays[-5:]  # made in this order by `_flat_loop`
         t = tables[-1]
         live, sites = Counter(), {}
         for p in range(len(sym)):
