@@ -9,7 +9,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from operator import neg
 
 # %% auto #0
@@ -174,23 +174,28 @@ def _apply_merge_small(pair: tuple[int, int],  # the pair being merged
 
 # %% ../nbs/02a_fast_merge.ipynb #203c8028
 class _Pairs:
-    "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed."
+    "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a `_twin`: `count`, `count_a`, ...)."
+    _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, batch=np.int32, lo=np.int64, hi=np.int64)
+
     def __init__(self, capacity: int = 1 << 16):  # ids before the first growth
         self.n, self.batches = 0, []  # ids given so far; the position arrays, one per `add`
-        self.count, self.x, self.y = np.zeros(capacity, np.int64), np.zeros(capacity, np.int32), np.zeros(capacity, np.int32)
-        self.batch, self.lo, self.hi = np.zeros(capacity, np.int32), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64)
+        for f, dtype in self._FIELDS.items():
+            setattr(self, f + "_a", None); self._grow(f, np.zeros(capacity, dtype))
+
+    def _grow(self, f: str, a: np.ndarray):  # field `f` becomes a twin of `a`
+        t, view = _twin(a); setattr(self, f + "_a", t); setattr(self, f, view)
 
     def add(self, xs, ys,  # the new pairs' left and right ids
             counts,  # their counts
-            positions: np.ndarray,  # their positions, grouped by pair in the order of `xs`
-            starts: np.ndarray  # where each pair's group starts in `positions`
+            positions: np.ndarray | list[int],  # their positions, grouped by pair in the order of `xs` (a list from a small merge)
+            starts: np.ndarray | list[int]  # where each pair's group starts in `positions`
            ) -> np.ndarray:
         "Give the new pairs the next ids and return those ids."
         k, n = len(starts), self.n
         if n + k > len(self.count):  # grow all arrays together, to twice the size or more
             cap = max(n + k, 2 * len(self.count))
-            for f in ("count", "x", "y", "batch", "lo", "hi"):
-                old = getattr(self, f); new = np.zeros(cap, old.dtype); new[:n] = old[:n]; setattr(self, f, new)
+            for f, dtype in self._FIELDS.items():
+                new = np.zeros(cap, dtype); new[:n] = getattr(self, f)[:n]; self._grow(f, new)
         s = slice(n, n + k)
         self.count[s], self.x[s], self.y[s], self.batch[s], self.lo[s] = counts, xs, ys, len(self.batches), starts
         if k: self.hi[n:n + k - 1], self.hi[n + k - 1] = starts[1:], len(positions)
@@ -198,9 +203,9 @@ class _Pairs:
         return np.arange(n, n + k, dtype=np.int32)
 
     def sites(self, k: int  # a pair id
-             ) -> np.ndarray:
+             ) -> np.ndarray | list[int]:
         "The positions listed for pair `k` (some may no longer hold it)."
-        return self.batches[self.batch[k]][self.lo[k]:self.hi[k]]
+        return self.batches[self.batch_a[k]][self.lo_a[k]:self.hi_a[k]]
 
 # %% ../nbs/02a_fast_merge.ipynb #b105ea25
 def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
@@ -232,7 +237,7 @@ def _merge_ids(k: int,  # the id of the pair being merged
                pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
               ) -> np.ndarray | None:
     "`_apply_merge_flat` by pair id: merge pair `k` at all its live sites; return the new pairs' ids (None: none)."
-    P = pairs.sites(k)
+    P = np.asarray(pairs.sites(k))
     P = P[pid[P] == k]
     if a == b and len(P) > 1:  # leftmost first in a run `a a a`, as `_live_sites`
         P = np.sort(P)
@@ -249,6 +254,7 @@ def _merge_ids(k: int,  # the id of the pair being merged
     wlr = np.concatenate((wt[ml], wt[mr]))  # a pair was withdrawn exactly where one is born: `ml` and `mr`
     np.subtract.at(pairs.count, np.concatenate((left[ml], right[mr])), wlr)
     pairs.count[k] -= int(wt.sum())
+    if pairs.count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
     pid[Q] = -1; pid[P] = -1
     if new < 1 << 15: right_key = 1 << 15; keys = np.concatenate((x[ml], y[mr] | right_key)).astype(np.uint16)
     else: right_key = _RIGHT; keys = np.concatenate((x[ml], y[mr].astype(np.int64) + right_key))
@@ -275,7 +281,8 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
                     ) -> np.ndarray | None:
     "`_merge_ids` one site at a time, in Python: for a pair listed at few positions."
     sites = []
-    for p in sorted(pairs.sites(k).tolist()):  # ints, not NumPy scalars
+    P = pairs.sites(k)
+    for p in sorted(P if isinstance(P, list) else P.tolist()):  # ints, not NumPy scalars
         if pid[p] == k and not (sites and nxt[sites[-1]] == p): sites.append(p)
     gone, taken = defaultdict(int), set(sites)
     for p in sites:  # withdraw, before the rewrite
@@ -286,7 +293,9 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
     for p in sites:  # rewrite
         q = nxt[p]; r = nxt[q]
         sym[p] = new; sym[q] = _DEAD; nxt[p] = r; prv[r] = p; pid[q] = pid[p] = -1
-    for g, n in gone.items(): pairs.count[g] -= n
+    count = pairs.count_a  # Python ints
+    for g, n in gone.items(): count[g] -= n
+    if count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
     born = defaultdict(lambda: [0, []])  # new pair -> [count, positions]
     for p in sites:  # register
         n, l = w[p], prv[p]
@@ -294,9 +303,9 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
         if (y := sym[nxt[p]]) >= 0 and y != new: e = born[(new, y)]; e[0] += n; e[1].append(p)
     if not born: return None
     lens = [len(e[1]) for e in born.values()]
-    at = np.fromiter(chain.from_iterable(e[1] for e in born.values()), np.int32, sum(lens))
+    at = [p for e in born.values() for p in e[1]]  # a short list: no NumPy array
     ids = pairs.add([x for x, _ in born], [y for _, y in born], [e[0] for e in born.values()], at,
-                    np.cumsum([0] + lens[:-1]))
+                    list(accumulate([0] + lens[:-1])))
     for i, e in zip(ids.tolist(), born.values()):
         for p in e[1]: pid[p] = i
     return ids
@@ -308,47 +317,52 @@ class _Candidates:
                  pairs: _Pairs,  # the pairs and their live counts
                  ids: np.ndarray  # the initial pairs
                 ):
-        self.run, self.pairs, self.waiting = run, pairs, []
-        self.heap = self._entries(ids); heapify(self.heap)
+        self.run, self.pairs, self.waiting, self.few = run, pairs, [], []  # waiting: arrays of ids; few: ids
+        self.heap = self._entries(ids.tolist()); heapify(self.heap)
         self.floor = max((-e[0][0] for e in self.heap), default=0) // 2
 
-    def _entries(self, ids: np.ndarray) -> list[tuple]:
+    def _entries(self, ids: list[int]) -> list[tuple]:
         "Heap entries `(run.key(pair, count), id)` for the live, allowed pairs among `ids`."
         key, allowed, t = self.run.key, self.run.allowed, self.pairs
-        limited = self.run.max_token_length is not None
-        return [(key((x, y), c), k) for k, x, y, c in zip(ids.tolist(), t.x[ids].tolist(), t.y[ids].tolist(), t.count[ids].tolist())
-                if c > 0 and (not limited or allowed((x, y)))]
+        limited, x, y, count = self.run.max_token_length is not None, t.x_a, t.y_a, t.count_a
+        return [(key((x[k], y[k]), c), k) for k in ids if (c := count[k]) > 0 and (not limited or allowed((x[k], y[k])))]
 
     def add(self, ids: np.ndarray | None  # new pairs (None: none)
            ):
         "File new pairs: in the heap if counted at least `floor`, else waiting."
         if ids is None: return
-        high = self.pairs.count[ids] >= self.floor
-        for e in self._entries(ids[high]): heappush(self.heap, e)
-        if not high.all(): self.waiting.append(ids[~high])
+        if len(ids) <= 16:  # a few: in Python
+            count, floor, high = self.pairs.count_a, self.floor, []
+            for k in ids.tolist(): (high if count[k] >= floor else self.few).append(k)
+        else:
+            hi = self.pairs.count[ids] >= self.floor
+            high = ids[hi].tolist()
+            if not hi.all(): self.waiting.append(ids[~hi])
+        for e in self._entries(high): heappush(self.heap, e)
 
     def _lower(self):
         "Halve the floor to half the heap's best count; move the waiting pairs that reach it into the heap."
         heap = self.heap
         self.floor = (-heap[0][0][0] if heap else 0) // 2
+        if self.few: self.waiting.append(np.array(self.few, dtype=np.int32)); self.few = []
         if not self.waiting: return
         ids = np.concatenate(self.waiting)
         c = self.pairs.count[ids]
         high = c >= self.floor
-        for e in self._entries(ids[high]): heappush(heap, e)
+        for e in self._entries(ids[high].tolist()): heappush(heap, e)
         rest = ids[(c > 0) & ~high]
         self.waiting = [rest] if len(rest) else []
 
     def pop(self) -> tuple[int, int] | None:
         "Pop the best live pair: `(id, count)`; None when no pair is left."
-        heap, count, key, t = self.heap, self.pairs.count, self.run.key, self.pairs
+        heap, count, key = self.heap, self.pairs.count_a, self.run.key
         while True:
             while heap and -heap[0][0][0] >= self.floor:
                 entry, k = heappop(heap)
-                live = int(count[k])
+                live = count[k]
                 if live == -entry[0]: return k, live
                 if live > 0: heappush(heap, (key((entry[3], entry[4]), live), k))  # fell since pushed: re-file it
-            if not heap and not self.waiting: return None
+            if not heap and not self.waiting and not self.few: return None
             self._lower()
 
 # %% ../nbs/02a_fast_merge.ipynb #7c7f45f9
@@ -381,9 +395,9 @@ def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples 
         best = heap.pop()
         if best is None or run.too_rare(best[1]): break  # none left, or too rare
         k, count = best
-        a, b = int(pairs.x[k]), int(pairs.y[k])
+        a, b = pairs.x_a[k], pairs.y_a[k]
         new = run.add_merge((a, b), count)
-        if pairs.hi[k] - pairs.lo[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, nxt_a, prv_a, w_a, pid_a, pairs)
+        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, nxt_a, prv_a, w_a, pid_a, pairs)
         else: ids = _merge_ids(k, a, b, new, sym, nxt, prv, w, pid, pairs)
         heap.add(ids)
 

@@ -425,15 +425,15 @@ def test_fast_restores_the_garbage_collector():
 def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the pair ids, the links, the index."
     import numpy as np
-    arrays, tables, checked = [], [], []
-    real_twin, real_flat, real_small, real_pairs = fast_merge._twin, fast_merge._merge_ids, fast_merge._merge_ids_small, fast_merge._Pairs
-    def twin(a):
-        t = real_twin(a); arrays.append(t[0]); return t
-    def pairs_table(*args):
-        t = real_pairs(*args); tables.append(t); return t
+    arrays, checked = {}, []
+    real_index, real_links, real_flat, real_small = fast_merge._index_ids, fast_merge._links, fast_merge._merge_ids, fast_merge._merge_ids_small
+    def index(sym, w, pairs, pid):
+        arrays.update(sym=sym, w=w, pairs=pairs, pid=pid); return real_index(sym, w, pairs, pid)
+    def links(n):
+        (na, nv), (pa, pv) = real_links(n); arrays.update(nxt=nv, prv=pv); return (na, nv), (pa, pv)
     def check():
-        sym, w, pid, nxt, prv = arrays[-5:]  # made in this order by `_flat_loop`
-        t = tables[-1]
+        sym, w, pid, nxt, prv = (arrays[k].tolist() for k in ("sym", "w", "pid", "nxt", "prv"))
+        t = arrays["pairs"]
         live, sites = Counter(), {}
         for p in range(len(sym)):
             q = nxt[p]
@@ -444,14 +444,14 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
                 live[k] += w[p]; sites.setdefault(k, set()).add(p)
             else: assert pid[p] == -1
         assert live == {k: int(t.count[k]) for k in range(t.n) if t.count[k]}
-        for k, ps in sites.items(): assert ps <= set(t.sites(k).tolist())
+        for k, ps in sites.items(): assert ps <= set(np.asarray(t.sites(k)).tolist())
         checked.append(len(sites))
     def merged(real):
         def merge(*args):
             ids = real(*args); check(); return ids
         return merge
-    monkeypatch.setattr(fast_merge, "_twin", twin)
-    monkeypatch.setattr(fast_merge, "_Pairs", pairs_table)
+    monkeypatch.setattr(fast_merge, "_index_ids", index)
+    monkeypatch.setattr(fast_merge, "_links", links)
     monkeypatch.setattr(fast_merge, "_merge_ids", merged(real_flat))
     monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
