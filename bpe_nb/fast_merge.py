@@ -8,7 +8,8 @@ import gc
 from array import array
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
+from heapq import heapify, heappop, heappush
+from itertools import accumulate, chain, repeat
 from operator import neg
 
 # %% auto #0
@@ -171,33 +172,234 @@ def _apply_merge_small(pair: tuple[int, int],  # the pair being merged
     where.update(born)
     return delta
 
+# %% ../nbs/02a_fast_merge.ipynb #203c8028
+class _Pairs:
+    "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a `_twin`: `count`, `count_a`, ...)."
+    _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, batch=np.int32, lo=np.int64, hi=np.int64)
+
+    def __init__(self, capacity: int = 1 << 16):  # ids before the first growth
+        self.n, self.batches = 0, []  # ids given so far; the position arrays, one per `add`
+        for f, dtype in self._FIELDS.items():
+            setattr(self, f + "_a", None); self._grow(f, np.zeros(capacity, dtype))
+
+    def _grow(self, f: str, a: np.ndarray):  # field `f` becomes a twin of `a`
+        t, view = _twin(a); setattr(self, f + "_a", t); setattr(self, f, view)
+
+    def add(self, xs, ys,  # the new pairs' left and right ids
+            counts,  # their counts
+            positions: np.ndarray | list[int],  # their positions, grouped by pair in the order of `xs` (a list from a small merge)
+            starts: np.ndarray | list[int]  # where each pair's group starts in `positions`
+           ) -> np.ndarray:
+        "Give the new pairs the next ids and return those ids."
+        k, n = len(starts), self.n
+        if n + k > len(self.count):  # grow all arrays together, to twice the size or more
+            cap = max(n + k, 2 * len(self.count))
+            for f, dtype in self._FIELDS.items():
+                new = np.zeros(cap, dtype); new[:n] = getattr(self, f)[:n]; self._grow(f, new)
+        s = slice(n, n + k)
+        self.count[s], self.x[s], self.y[s], self.batch[s], self.lo[s] = counts, xs, ys, len(self.batches), starts
+        if k: self.hi[n:n + k - 1], self.hi[n + k - 1] = starts[1:], len(positions)
+        self.batches.append(positions); self.n = n + k
+        return np.arange(n, n + k, dtype=np.int32)
+
+    def sites(self, k: int  # a pair id
+             ) -> np.ndarray | list[int]:
+        "The positions listed for pair `k` (some may no longer hold it)."
+        return self.batches[self.batch_a[k]][self.lo_a[k]:self.hi_a[k]]
+
+# %% ../nbs/02a_fast_merge.ipynb #b105ea25
+def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
+               w: np.ndarray,  # the count of each position's pre-token
+               pairs: _Pairs,  # an empty table; gains every pair of `sym`
+               pid: np.ndarray  # one entry per position, all -1; gets the id of the pair starting there
+              ) -> np.ndarray:
+    "`_pair_index` into `pairs` and `pid`: the counts and positions of every adjacent pair; return their ids."
+    p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(np.int32)
+    shift = 8 if sym.max(initial=0) < 256 else 32  # as `_pair_index`
+    if shift == 8: keys = (sym[p] << 8 | sym[p + 1]).astype(np.uint16)
+    else: keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
+    order, distinct, starts = _runs(keys)
+    n = len(keys); del keys
+    p = p[order]; del order
+    counts = np.add.reduceat(w[p], starts, dtype=np.int64) if n else np.zeros(0, np.int64)  # `w` may be int32
+    distinct = distinct.astype(np.int64)
+    ids = pairs.add(distinct >> shift, distinct & ((1 << shift) - 1), counts, p, starts)
+    pid[p] = np.repeat(ids, np.diff(starts, append=n))
+    return ids
+
+# %% ../nbs/02a_fast_merge.ipynb #3916b17b
+def _merge_ids(k: int,  # the id of the pair being merged
+               a: int, b: int,  # the pair
+               new: int,  # its new token id
+               sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray,  # the symbols and their links (updated)
+               w: np.ndarray,  # the count of each position's pre-token
+               pid: np.ndarray,  # the pair id at each position (updated)
+               pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
+              ) -> np.ndarray | None:
+    "`_apply_merge_flat` by pair id: merge pair `k` at all its live sites; return the new pairs' ids (None: none)."
+    P = np.asarray(pairs.sites(k))
+    P = P[pid[P] == k]
+    if a == b and len(P) > 1:  # leftmost first in a run `a a a`, as `_live_sites`
+        P = np.sort(P)
+        before = prv[P]
+        cont = P[np.minimum(np.searchsorted(P, before), len(P) - 1)] == before
+        first = np.flatnonzero(~cont)
+        P = P[(np.arange(len(P)) - first[np.cumsum(~cont) - 1]) % 2 == 0]
+    Q = nxt[P]; R = nxt[Q]
+    left, right = pid[prv[P]], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
+    sym[P] = new; sym[Q] = _DEAD; nxt[P] = R; prv[R] = P  # rewrite
+    wt, L = w[P].astype(np.int64, copy=False), prv[P]  # counts are summed in 64 bits
+    x, y = sym[L], sym[R]
+    ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
+    wlr = np.concatenate((wt[ml], wt[mr]))  # a pair was withdrawn exactly where one is born: `ml` and `mr`
+    np.subtract.at(pairs.count, np.concatenate((left[ml], right[mr])), wlr)
+    pairs.count[k] -= int(wt.sum())
+    if pairs.count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
+    pid[Q] = -1; pid[P] = -1
+    if new < 1 << 15: right_key = 1 << 15; keys = np.concatenate((x[ml], y[mr] | right_key)).astype(np.uint16)
+    else: right_key = _RIGHT; keys = np.concatenate((x[ml], y[mr].astype(np.int64) + right_key))
+    if not len(keys): return None  # every site stands alone in its pre-token
+    order, distinct, starts = _runs(keys)
+    sums = np.add.reduceat(wlr[order], starts)
+    at = np.concatenate((L[ml], P[mr]))[order]  # where each new pair starts
+    distinct = distinct.astype(np.int64)
+    nl = int(np.searchsorted(distinct, right_key))  # the left neighbours' keys sort first
+    xs = np.concatenate((distinct[:nl], np.full(len(distinct) - nl, new)))
+    ys = np.concatenate((np.full(nl, new), distinct[nl:] - right_key))
+    ids = pairs.add(xs, ys, sums, at, starts)
+    pid[at] = np.repeat(ids, np.concatenate((starts[1:], [len(at)])) - starts)
+    return ids
+
+# %% ../nbs/02a_fast_merge.ipynb #dd5cb88e
+def _merge_ids_small(k: int,  # the id of the pair being merged
+                     a: int, b: int,  # the pair
+                     new: int,  # its new token id
+                     sym: array, nxt: array, prv: array,  # the symbols and their links, as `array.array`s (updated)
+                     w: array,  # the count of each position's pre-token
+                     pid: array,  # the pair id at each position (updated)
+                     pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
+                    ) -> np.ndarray | None:
+    "`_merge_ids` one site at a time, in Python: for a pair listed at few positions."
+    sites = []
+    P = pairs.sites(k)
+    for p in sorted(P if isinstance(P, list) else P.tolist()):  # ints, not NumPy scalars
+        if pid[p] == k and not (sites and nxt[sites[-1]] == p): sites.append(p)
+    gone, taken = defaultdict(int), set(sites)
+    for p in sites:  # withdraw, before the rewrite
+        n, q = w[p], nxt[p]
+        if (g := pid[prv[p]]) >= 0: gone[g] += n
+        if nxt[q] not in taken and (g := pid[q]) >= 0: gone[g] += n
+        gone[k] += n
+    for p in sites:  # rewrite
+        q = nxt[p]; r = nxt[q]
+        sym[p] = new; sym[q] = _DEAD; nxt[p] = r; prv[r] = p; pid[q] = pid[p] = -1
+    count = pairs.count_a  # Python ints
+    for g, n in gone.items(): count[g] -= n
+    if count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
+    born = defaultdict(lambda: [0, []])  # new pair -> [count, positions]
+    for p in sites:  # register
+        n, l = w[p], prv[p]
+        if (x := sym[l]) >= 0: e = born[(x, new)]; e[0] += n; e[1].append(l)
+        if (y := sym[nxt[p]]) >= 0 and y != new: e = born[(new, y)]; e[0] += n; e[1].append(p)
+    if not born: return None
+    lens = [len(e[1]) for e in born.values()]
+    at = [p for e in born.values() for p in e[1]]  # a short list: no NumPy array
+    ids = pairs.add([x for x, _ in born], [y for _, y in born], [e[0] for e in born.values()], at,
+                    list(accumulate([0] + lens[:-1])))
+    for i, e in zip(ids.tolist(), born.values()):
+        for p in e[1]: pid[p] = i
+    return ids
+
+# %% ../nbs/02a_fast_merge.ipynb #abf1b2ee
+class _Candidates:
+    "The lazy heap of `merge_loop` over pair ids, holding only pairs counted at least `floor`; the others wait."
+    def __init__(self, run: TrainingRun,  # the run: its `key` and `allowed`
+                 pairs: _Pairs,  # the pairs and their live counts
+                 ids: np.ndarray  # the initial pairs
+                ):
+        self.run, self.pairs, self.waiting, self.few = run, pairs, [], []  # waiting: arrays of ids; few: ids
+        self.heap = self._entries(ids.tolist()); heapify(self.heap)
+        self.floor = max((-e[0][0] for e in self.heap), default=0) // 2
+
+    def _entries(self, ids: list[int]) -> list[tuple]:
+        "Heap entries `(run.key(pair, count), id)` for the live, allowed pairs among `ids`."
+        key, allowed, t = self.run.key, self.run.allowed, self.pairs
+        limited, x, y, count = self.run.max_token_length is not None, t.x_a, t.y_a, t.count_a
+        return [(key((x[k], y[k]), c), k) for k in ids if (c := count[k]) > 0 and (not limited or allowed((x[k], y[k])))]
+
+    def add(self, ids: np.ndarray | None  # new pairs (None: none)
+           ):
+        "File new pairs: in the heap if counted at least `floor`, else waiting."
+        if ids is None: return
+        if len(ids) <= 16:  # a few: in Python
+            count, floor, high = self.pairs.count_a, self.floor, []
+            for k in ids.tolist(): (high if count[k] >= floor else self.few).append(k)
+        else:
+            hi = self.pairs.count[ids] >= self.floor
+            high = ids[hi].tolist()
+            if not hi.all(): self.waiting.append(ids[~hi])
+        for e in self._entries(high): heappush(self.heap, e)
+
+    def _lower(self):
+        "Halve the floor to half the heap's best count; move the waiting pairs that reach it into the heap."
+        heap = self.heap
+        self.floor = (-heap[0][0][0] if heap else 0) // 2
+        if self.few: self.waiting.append(np.array(self.few, dtype=np.int32)); self.few = []
+        if not self.waiting: return
+        ids = np.concatenate(self.waiting)
+        c = self.pairs.count[ids]
+        high = c >= self.floor
+        for e in self._entries(ids[high].tolist()): heappush(heap, e)
+        rest = ids[(c > 0) & ~high]
+        self.waiting = [rest] if len(rest) else []
+
+    def pop(self) -> tuple[int, int] | None:
+        "Pop the best live pair: `(id, count)`; None when no pair is left."
+        heap, count, key = self.heap, self.pairs.count_a, self.run.key
+        while True:
+            while heap and -heap[0][0][0] >= self.floor:
+                entry, k = heappop(heap)
+                live = count[k]
+                if live == -entry[0]: return k, live
+                if live > 0: heappush(heap, (key((entry[3], entry[4]), live), k))  # fell since pushed: re-file it
+            if not heap and not self.waiting and not self.few: return None
+            self._lower()
+
 # %% ../nbs/02a_fast_merge.ipynb #7c7f45f9
-_FLAT_MAX = 2**31 - 1  # ids and positions must fit the int32 arrays
+_FLAT_MAX = 2**31 - 1  # ids, positions and pair ids must fit the int32 arrays
 
 def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
-    "Whether ids (below `vocab_size`) and positions fit the int32 arrays, and every pair count the int64 sums."
+    "Whether ids (below `vocab_size`), positions and pair ids fit the int32 arrays, and every pair count the int64 sums."
     if not isinstance(counts, Mapping): return True  # `TrainingRun` says what is wrong
     try:
         symbols = sum(map(len, counts))
-        return (vocab_size <= limit and symbols + len(counts) < limit
+        return (vocab_size <= limit and 3 * (symbols + len(counts)) < limit  # pair ids: fewer than three per position
                 and symbols * max(counts.values(), default=0) < 2**63)  # a pair count is at most that product
     except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
 def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples of ids
               ) -> None:
-    "`merge_loop` on the flat arrays: each merge goes to `_apply_merge_small` or `_apply_merge_flat`."
+    "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
     sym, wid = _flatten([p for p, _ in run.pretokens])
     sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
-    w_a, w = _twin(np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)[wid + 1])
-    run.pretokens = None; del wid  # the arrays hold them now
+    freq = np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)
+    if freq.max() < 2**31: freq = freq.astype(np.int32)  # the usual case: 4 bytes per position, not 8
+    w_a, w = _twin(freq[wid + 1])
+    run.pretokens = None; del wid, freq  # the arrays hold them now
+    pid_a, pid = _twin(np.full(len(sym), -1, dtype=np.int32))
+    pairs = _Pairs()
+    ids = _index_ids(sym, w, pairs, pid)  # before the links: its sort's temporaries and the links never coexist
     (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
-    pair_counts, where = _pair_index(sym, w)
-    if run.max_token_length is not None:  # pairs of bytes are always allowed; a continued run's may not be
-        pair_counts = {p: c for p, c in pair_counts.items() if run.allowed(p)}
-    def apply(pair, new):
-        if len(where[pair]) <= _SMALL_MERGE: return _apply_merge_small(pair, new, sym_a, nxt_a, prv_a, w_a, where)
-        return _apply_merge_flat(pair, new, sym, nxt, prv, w, where)
-    merge_loop(run, pair_counts, apply)
+    heap = _Candidates(run, pairs, ids)
+    while len(run.merges) < run.planned:
+        best = heap.pop()
+        if best is None or run.too_rare(best[1]): break  # none left, or too rare
+        k, count = best
+        a, b = pairs.x_a[k], pairs.y_a[k]
+        new = run.add_merge((a, b), count)
+        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, nxt_a, prv_a, w_a, pid_a, pairs)
+        else: ids = _merge_ids(k, a, b, new, sym, nxt, prv, w, pid, pairs)
+        heap.add(ids)
 
 def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                            vocab_size: int,  # total size: 256 bytes + merges + special tokens
@@ -228,7 +430,7 @@ def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; 
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
     words = run.pretokens
     symbols = sum(len(p) for p, _ in words)
-    if (len(run.vocab) + run.planned > _FLAT_MAX or symbols + len(words) >= _FLAT_MAX
+    if (len(run.vocab) + run.planned > _FLAT_MAX or 3 * (symbols + len(words)) >= _FLAT_MAX
             or symbols * max((n for _, n in words), default=0) >= 2**63):  # as `_fits_flat`
         ws, freq = [list(p) for p, _ in words], [n for _, n in words]
         pair_counts, where = count_pairs(ws, freq)

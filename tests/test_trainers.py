@@ -423,30 +423,37 @@ def test_fast_restores_the_garbage_collector():
 
 @pytest.mark.parametrize("small", [0, 2, 10**9])
 def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
-    "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the links, the index."
+    "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the pair ids, the links, the index."
     import numpy as np
-    arrays, index, checked, active = [], {}, [], [False]
-    real_twin, real_index, real_update = fast_merge._twin, fast_merge._pair_index, incremental.update_counts
-    def twin(a):
-        t = real_twin(a); arrays.append(t[0]); return t
-    def pair_index(sym, w):
-        pc, where = real_index(sym, w); index["where"] = where; return pc, where
-    def update(delta, pair_counts, heap, rank):
-        real_update(delta, pair_counts, heap, rank)
-        if not active[0]: return  # the simple loop shares `update_counts`
-        sym, w, nxt, prv = arrays[-4:]  # made in this order by `train_incremental`
+    arrays, checked = {}, []
+    real_index, real_links, real_flat, real_small = fast_merge._index_ids, fast_merge._links, fast_merge._merge_ids, fast_merge._merge_ids_small
+    def index(sym, w, pairs, pid):
+        arrays.update(sym=sym, w=w, pairs=pairs, pid=pid); return real_index(sym, w, pairs, pid)
+    def links(n):
+        (na, nv), (pa, pv) = real_links(n); arrays.update(nxt=nv, prv=pv); return (na, nv), (pa, pv)
+    def check():
+        sym, w, pid, nxt, prv = (arrays[k].tolist() for k in ("sym", "w", "pid", "nxt", "prv"))
+        t = arrays["pairs"]
         live, sites = Counter(), {}
         for p in range(len(sym)):
             q = nxt[p]
             if sym[p] >= 0 and q != p and sym[q] >= 0:
                 assert prv[q] == p
-                live[(sym[p], sym[q])] += w[p]; sites.setdefault((sym[p], sym[q]), set()).add(p)
-        assert live == pair_counts
-        for pair, ps in sites.items(): assert ps <= set(np.asarray(index["where"][pair]).tolist())
+                k = pid[p]
+                assert k >= 0 and (t.x[k], t.y[k]) == (sym[p], sym[q])
+                live[k] += w[p]; sites.setdefault(k, set()).add(p)
+            else: assert pid[p] == -1
+        assert live == {k: int(t.count[k]) for k in range(t.n) if t.count[k]}
+        for k, ps in sites.items(): assert ps <= set(np.asarray(t.sites(k)).tolist())
         checked.append(len(sites))
-    monkeypatch.setattr(fast_merge, "_twin", twin)
-    monkeypatch.setattr(fast_merge, "_pair_index", pair_index)
-    monkeypatch.setattr(incremental, "update_counts", update)
+    def merged(real):
+        def merge(*args):
+            ids = real(*args); check(); return ids
+        return merge
+    monkeypatch.setattr(fast_merge, "_index_ids", index)
+    monkeypatch.setattr(fast_merge, "_links", links)
+    monkeypatch.setattr(fast_merge, "_merge_ids", merged(real_flat))
+    monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
     rng = random.Random(small)
     motifs = [b"aaaa", b"abab", b"abba", b"aabaab", b"ab", b"ba", b"b", b"a", b"c", b"\xff\x00"]
@@ -455,8 +462,7 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
         for _ in range(rng.randrange(1, 30)):
             counts[b"".join(rng.choice(motifs) for _ in range(rng.randrange(1, 6)))] += rng.choice([1, 2, 37, 10**12])
         size, tb = rng.randrange(257, 300), rng.choice(TIE_BREAKS)
-        active[0] = True
-        fast = train_quiet(train_incremental, dict(counts), size, tie_break=tb)
-        active[0] = False
-        assert fast.merges == train_quiet(train_incremental_simple, dict(counts), size, tie_break=tb).merges
+        limits = rng.choice([{}, dict(max_token_length=4), dict(min_frequency=3)])
+        fast = train_quiet(train_incremental, dict(counts), size, tie_break=tb, **limits)
+        assert fast.merges == train_quiet(train_incremental_simple, dict(counts), size, tie_break=tb, **limits).merges
     assert len(checked) > 400  # the check ran after every merge
