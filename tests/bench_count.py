@@ -89,7 +89,10 @@ def build_corpus(path: Path, mb: int) -> str:
 def run(tool: str, path: Path, workers: int) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS=str(workers),
                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    r = subprocess.run([sys.executable, "-c", CHILD, tool, str(path), str(workers)], capture_output=True, text=True, env=env)
+    # cwd=ROOT: `python -c` puts the working directory first on sys.path, so run from another checkout it would
+    # measure that checkout's bpe_nb; from ROOT it is this one's
+    r = subprocess.run([sys.executable, "-c", CHILD, tool, str(path), str(workers)], capture_output=True, text=True, env=env,
+                       cwd=ROOT)
     if r.returncode: raise RuntimeError(f"{tool} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
