@@ -311,6 +311,12 @@ class _Rows:
         return self.ids[np.repeat(self.start[rows] - before, size) + np.arange(int(size.sum()))]
 
 # %% ../nbs/04a_fast_encoding.ipynb #740fc08b
+def _store_done(out: list, rows: np.ndarray, ids: np.ndarray, n: np.ndarray, done: np.ndarray):
+    "Write each finished row's first `n` ids, as a tuple, to `out` at its original index (rows grouped by length)."
+    for k in np.unique(n[done]).tolist():
+        m = done & (n == k)
+        for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
+
 @patch
 def _rank_table(self: Tokenizer) -> tuple:
     "The merge tables as arrays for `_merge_many` (built on first use): ranks by packed pair, byte pairs, merged ids, byte ids."
@@ -372,9 +378,7 @@ def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8:
         if rk.shape[1]: p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
         else: done = np.ones(len(rows), bool)
         if done.any():  # finished rows: their first n ids
-            for k in np.unique(n[done]).tolist():
-                m = done & (n == k)
-                for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
+            _store_done(out, rows, ids, n, done)
             if done.all(): return out
             rows, ids, rk, p, r, n = (a[~done] for a in (rows, ids, rk, p, r, n))
             ar = np.arange(len(rows))
@@ -494,9 +498,7 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         if rk.shape[1]: p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
         else: done = np.ones(len(rows), bool)
         if done.any():  # finished rows: their first n ids
-            for k in np.unique(n[done]).tolist():
-                m = done & (n == k)
-                for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
+            _store_done(out, rows, ids, n, done)
             if done.all(): return out
             rows, ids, rk, p, r, n, bnd, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, bnd, base, lim))
             ar = np.arange(len(rows))
