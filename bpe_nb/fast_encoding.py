@@ -142,7 +142,7 @@ def _trim_cache(self: Tokenizer):
     if extra > 0:  # a dict deleted at its front is scanned past those slots: one trim per cache_size / 4 new entries
         for k in list(islice(self._cache, extra + self._cache_size // 4)): del self._cache[k]
     state = getattr(self._bulk_local, "state", None)
-    if state is not None and state.rows.n - state.seeded > self._cache_size: self._bulk_local.state = None
+    if state is not None and state.rows.n > self._cache_size: self._bulk_local.state = None
 
 # %% ../nbs/04a_fast_encoding.ipynb #84444f54
 @patch
@@ -408,20 +408,13 @@ _BULK_MAX = 1 << 20  # characters without a safe cut, at most, in a block: a lon
 _MANY_MIN = 128  # new pre-tokens, at least, for `_merge_many`; fewer go through the cache one by one
 
 class _Bulk:
-    "What the bulk path knows between calls: a key table and the rows of ids it points to (the first `seeded` rows: tokens)."
-    def __init__(self, seed: tuple | None = None  # `Tokenizer._token_keys`: every token starts out known (tiktoken's rule)
-                ):
-        self.table, self.rows, self.seeded = _KeyTable(15), _Rows(), 0  # room for a first block's pre-tokens
-        if seed is not None:
-            table, ids = seed[:2]
-            self.table = table.copy()
-            self.rows.ids, self.rows.start, self.rows.size = ids.copy(), np.arange(len(ids)), np.ones(len(ids), np.int64)
-            self.rows.n = self.rows.n_ids = self.seeded = len(ids)
+    "What the bulk path knows between calls: a key table of the pre-tokens it met and the rows of ids it points to."
+    def __init__(self): self.table, self.rows = _KeyTable(15), _Rows()  # room for a first block's pre-tokens
 
 @patch
 def _bulk_state(self: Tokenizer) -> _Bulk:
     "This thread's bulk state, or a new one."
-    return getattr(self._bulk_local, "state", None) or _Bulk(self._token_keys)
+    return getattr(self._bulk_local, "state", None) or _Bulk()
 
 # %% ../nbs/04a_fast_encoding.ipynb #4934373f
 @patch
@@ -454,12 +447,29 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     short = np.flatnonzero(lens <= _KEY_BYTES)
     starts, lens = (np.cumsum(lens) - lens)[short], lens[short]
     vals = np.fromiter(ids.values(), np.int64, len(toks))[short]
-    table = _KeyTable(max(15, int(2 * (len(short) + self._cache_size)).bit_length()))  # room for the pre-tokens a state keeps
+    table = _KeyTable(max(12, int(2 * len(short)).bit_length()))
     table.intern(*_piece_keys(flat, starts, lens), np.arange(len(short)))  # row k: the token of id `vals[k]`
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
     self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64)
+
+# %% ../nbs/04a_fast_encoding.ipynb #cold0008
+@patch
+def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text, UTF-8; which of its pre-tokens are met for the first time
+              starts: np.ndarray, lens: np.ndarray, b: np.ndarray,  # where the block's pre-tokens start, their lengths; its bytes
+              k1: np.ndarray, k2: np.ndarray  # the new pre-tokens' keys
+             ) -> list[tuple[int, ...]]:
+    "The ids of pre-tokens met for the first time: a token by its key (`_seed_tokens`), the others by `_new_rows`."
+    if self._token_keys is None: return self._new_rows(raw, starts[new], lens[new], b)
+    table, vals = self._token_keys[:2]
+    row = table.get(k1, k2)
+    out = list(zip(np.where(row >= 0, vals[row], -1).tolist()))  # (id,) for a token
+    other = np.flatnonzero(row < 0)
+    if len(other):
+        for i, t in zip(other.tolist(), self._new_rows(raw, starts[new[other]], lens[new[other]], b)): out[i] = t
+    return out
+
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
 @patch
@@ -513,12 +523,11 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         rk = rk[keep].reshape(len(rows), w - 2)
         n = n - 1
         if w == 2: continue
-        m = p >= 1  # the pair on the left: parts p - 1 and p
-        rk[ar[m], p[m] - 1] = look(base[m], bnd[ar[m], p[m] - 1], bnd[ar[m], p[m] + 1], lim[m])
-        m = p < w - 2  # the pair on the right, if the row has one
-        right = m & (p + 1 < n)
-        rk[ar[m], p[m]] = none
-        rk[ar[right], p[right]] = look(base[right], bnd[ar[right], p[right]], bnd[ar[right], p[right] + 2], lim[right])
+        rk[ar[p < w - 2], p[p < w - 2]] = none
+        lt, rt = np.flatnonzero(p >= 1), np.flatnonzero((p < w - 2) & (p + 1 < n))  # rows with a pair on the left, right
+        at2 = np.concatenate([lt, rt])  # both looked up at once: parts p - 1 and p, then p and p + 1
+        found = look(base[at2], bnd[at2, np.r_[p[lt] - 1, p[rt]]], bnd[at2, np.r_[p[lt] + 1, p[rt] + 2]], lim[at2])
+        rk[lt, p[lt] - 1], rk[rt, p[rt]] = found[:len(lt)], found[len(lt):]
         if (w := int(n.max())) < ids.shape[1]: ids, rk, bnd = ids[:, :w], rk[:, :w - 1], bnd[:, :w + 1]
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
@@ -580,8 +589,9 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
     short = np.flatnonzero(lens <= _KEY_BYTES)
-    rows[short], added = bulk.table.intern(*_piece_keys(b, starts[short], lens[short]), bulk.rows.n)
-    if len(added): bulk.rows.add(self._new_rows(raw, starts[short[added]], lens[short[added]], b))
+    k1, k2 = _piece_keys(b, starts[short], lens[short])
+    rows[short], added = bulk.table.intern(k1, k2, bulk.rows.n)
+    if len(added): bulk.rows.add(self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
     long = np.flatnonzero(lens > _KEY_BYTES)
     if len(long):  # looked up as `str`, in the cache

@@ -182,20 +182,25 @@ def test_merge_concat_equals_the_scan_on_random_ranks(extra, words):
     assert tok._merge_many(rows, lens) == [tok._encode_bytes(w) for w in words]
 
 
-def test_seeded_bulk_state_is_trimmed_by_its_own_rows(real_pair, bulk_always):
-    "A bulk state seeded with every token is dropped only when the pre-tokens it added pass `cache_size`, not for the tokens."
+def test_bulk_state_of_ranks_holds_only_the_pre_tokens_met(real_pair, bulk_always):
+    "A tokenizer of ranks keeps its tokens in `_token_keys`, shared and never written: a bulk state holds only the pre-tokens it met, and is dropped when they pass `cache_size`."
+    from bpe_nb.pretokenize import compile_pattern
     shared, reference = real_pair
     ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern, cache_size=64)
+    seed = [a.copy() for a in ours._token_keys[0].__dict__.values() if isinstance(a, np.ndarray)]
     text = "the cat sat on the mat. " * 50
+    met = set(compile_pattern(ours.pattern).findall(text))
     assert ours.encode(text) == reference.encode_ordinary(text)
     state = ours._bulk_local.state
-    assert state is not None and state.seeded > 64 and state.rows.n - state.seeded <= 64  # kept: few new ones
+    assert state is not None and state.rows.n == len(met) < 64  # kept: few, all of them tokens found by key
     rng = random.Random(5)
     words = " ".join("".join(rng.choice("qxzjvkw") for _ in range(7)) for _ in range(400))  # not tokens
     assert ours.encode(words) == reference.encode_ordinary(words)
     assert ours._bulk_local.state is None  # dropped: 400 new pre-tokens
     assert ours.encode(text) == reference.encode_ordinary(text)
-    assert ours._bulk_local.state.seeded == state.seeded
+    assert ours._bulk_local.state.rows.n == len(met)
+    after = [a for a in ours._token_keys[0].__dict__.values() if isinstance(a, np.ndarray)]
+    assert len(after) == len(seed) and all(np.array_equal(a, b) for a, b in zip(seed, after))  # the tokens' keys: untouched
 
 
 @settings(max_examples=200, deadline=None)
