@@ -225,17 +225,28 @@ class _KeyTable:
         return (h * self.mix[2] >> np.uint64(64 - self.bits)).astype(np.int64)
 
 # %% ../nbs/04a_fast_encoding.ipynb #3530c990
+_WINDOW = np.arange(16)  # after the first probe, a key looks at this many slots at once
+
 @patch
 def get(self: _KeyTable, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
     "The row of each key, -1 where it is absent."
-    out, at, slot, mask = np.full(len(k1), -1, np.int64), np.arange(len(k1)), self._slots(k1, k2), (1 << self.bits) - 1
-    for _ in range(_MAX_ROUNDS):  # a round: found keys and keys at an empty slot are done, the others move on
+    out, mask, slot = np.full(len(k1), -1, np.int64), (1 << self.bits) - 1, self._slots(k1, k2)
+    t2 = self.k2[slot]  # first probe: most keys are in their own slot, or meet an empty one
+    hit = (t2 == k2) & (self.k1[slot] == k1)
+    out[hit] = self.row[slot[hit]]
+    at = np.flatnonzero(~hit & (t2 != 0))
+    slot, k1, k2 = slot[at] + 1, k1[at], k2[at]
+    for _ in range(_MAX_ROUNDS // len(_WINDOW)):  # the others: the next 16 slots at once, up to the key or an empty slot
         if not len(at): return out
-        t2 = self.k2[slot]
-        hit = (t2 == k2) & (self.k1[slot] == k1)
-        out[at[hit]] = self.row[slot[hit]]
-        go = ~hit & (t2 != 0)
-        at, slot, k1, k2 = at[go], (slot[go] + 1) & mask, k1[go], k2[go]
+        s = (slot[:, None] + _WINDOW) & mask
+        t2 = self.k2[s]
+        hit = (t2 == k2[:, None]) & (self.k1[s] == k1[:, None])
+        stop = hit | (t2 == 0)
+        first, ar = stop.argmax(axis=1), np.arange(len(at))
+        h = hit[ar, first]
+        out[at[h]] = self.row[s[ar[h], first[h]]]
+        go = ~stop[ar, first]  # neither in this window: the next one
+        at, slot, k1, k2 = at[go], slot[go] + len(_WINDOW), k1[go], k2[go]
     raise _Flooded(f"more than {_MAX_ROUNDS} probing rounds")
 
 @patch
