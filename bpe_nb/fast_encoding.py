@@ -328,6 +328,11 @@ def _store_done(out: list, rows: np.ndarray, ids: np.ndarray, n: np.ndarray, don
         m = done & (n == k)
         for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
 
+def _store_live(out: list, rows: np.ndarray, ids: np.ndarray, alive: np.ndarray):
+    "Write each row's ids where `alive`, in order, as a tuple, to `out` at its original index."
+    flat, at = ids[alive].tolist(), 0
+    for i, k in zip(rows.tolist(), alive.sum(axis=1).tolist()): out[i] = tuple(flat[at:at + k]); at += k
+
 @patch
 def _rank_table(self: Tokenizer) -> tuple:
     "The merge tables as arrays for `_merge_many` (built on first use): ranks by packed pair, byte pairs, merged ids, byte ids."
@@ -509,37 +514,33 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
     rows = np.flatnonzero(whole == none)
     if not len(rows): return out
     data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
-    ids = byte_ids[data]
-    rk = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
-    rk[(rk < 0) | (rk >= lim[:, None])] = none
-    rk[np.arange(width - 1) >= (n - 1)[:, None]] = none  # past a row's end: no pair
-    bnd = np.broadcast_to(np.arange(width + 1), (len(rows), width + 1)).copy()  # where each part starts, then the end
+    ids = byte_ids[data]  # the parts, each at the position where it starts: none move, merged-away ones are dead
+    rk = np.full(ids.shape, none, np.int64)  # rk[:, j]: the id of the part at j and the next one, concatenated
+    rk[:, :-1] = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
+    rk[(rk < 0) | (rk >= lim[:, None]) | (np.arange(width) >= (n - 1)[:, None])] = none  # past a row's end: no pair
+    nxt = np.broadcast_to(np.arange(1, width + 1), ids.shape).copy()  # where the part at j ends
+    prv = np.broadcast_to(np.arange(-1, width - 1), ids.shape).copy()  # where the part before it starts
+    alive = np.arange(width) < n[:, None]
     while True:
         ar = np.arange(len(rows))
-        if rk.shape[1]: p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
-        else: done = np.ones(len(rows), bool)
-        if done.any():  # finished rows: their first n ids
-            _store_done(out, rows, ids, n, done)
+        p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
+        if done.any():  # finished rows: their live parts
+            _store_live(out, rows[done], ids[done], alive[done])
             if done.all(): return out
-            rows, ids, rk, p, r, n, bnd, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, bnd, base, lim))
+            rows, ids, rk, p, r, n, nxt, prv, alive, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, nxt, prv, alive, base, lim))
             ar = np.arange(len(rows))
-        w = ids.shape[1]
-        if trace is not None: trace.append((rows, r, ids[ar, p], ids[ar, p + 1]))
-        ids[ar, p] = r  # the merged part's id is its rank; the right part and its start go
-        keep = np.ones(ids.shape, bool); keep[ar, p + 1] = False
-        ids = ids[keep].reshape(len(rows), w - 1)
-        keep = np.ones(bnd.shape, bool); keep[ar, p + 1] = False
-        bnd = bnd[keep].reshape(len(rows), w)
-        keep = np.ones(rk.shape, bool); keep[ar, np.minimum(p + 1, w - 2)] = False
-        rk = rk[keep].reshape(len(rows), w - 2)
-        n = n - 1
-        if w == 2: continue
-        rk[ar[p < w - 2], p[p < w - 2]] = none
-        lt, rt = np.flatnonzero(p >= 1), np.flatnonzero((p < w - 2) & (p + 1 < n))  # rows with a pair on the left, right
-        at2 = np.concatenate([lt, rt])  # both looked up at once: parts p - 1 and p, then p and p + 1
-        found = look(base[at2], bnd[at2, np.r_[p[lt] - 1, p[rt]]], bnd[at2, np.r_[p[lt] + 1, p[rt] + 2]], lim[at2])
-        rk[lt, p[lt] - 1], rk[rt, p[rt]] = found[:len(lt)], found[len(lt):]
-        if (w := int(n.max())) < ids.shape[1]: ids, rk, bnd = ids[:, :w], rk[:, :w - 1], bnd[:, :w + 1]
+        q = nxt[ar, p]  # the right part, which dies
+        e = nxt[ar, q]  # where the merged part ends
+        if trace is not None: trace.append((rows, r, ids[ar, p], ids[ar, q]))
+        ids[ar, p], nxt[ar, p], alive[ar, q], rk[ar, q] = r, e, False, none  # the merged part's id is its rank
+        lt, rt = np.flatnonzero(p > 0), np.flatnonzero(e < n)  # rows with a part on the left, on the right
+        prv[rt, e[rt]] = p[rt]
+        rk[ar, p] = none
+        left = prv[lt, p[lt]]
+        at2 = np.concatenate([lt, rt])  # both new pairs looked up at once: left part and merged one, merged one and right part
+        found = look(base[at2], np.r_[left, p[rt]], np.r_[e[lt], nxt[rt, e[rt]]], lim[at2])
+        rk[lt, left], rk[rt, p[rt]] = found[:len(lt)], found[len(lt):]
+
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch
