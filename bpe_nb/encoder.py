@@ -192,10 +192,11 @@ def _encode_ordinary(self: Tokenizer, text: str, out: list[int]):
 @patch
 def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, text, ... as `rx.split` gives them
                   out: list[int]):
-    "Append the ids of `parts` to `out`: a special token's id, or the ids of a text."
+    "Append the ids of `parts` to `out` and return it: a special token's id, or the ids of a text."
     for i, part in enumerate(parts):
         if i & 1: out.append(self.special_tokens[part])
         elif part: self._encode_ordinary(part, out)
+    return out  # (chapter 04a's faster version may return a new list when `out` is empty)
 
 @patch
 def _encode(self: Tokenizer, text: str,
@@ -203,11 +204,9 @@ def _encode(self: Tokenizer, text: str,
             base: int = 0  # where `text` starts in a stream, for error messages
            ) -> list[int]:
     "The ids of `text`, special tokens split off by `rx`, the rest encoded as ordinary text."
-    out = []
-    try: self._encode_split([text] if rx is None else rx.split(text), out)  # text, special, text, ...
+    try: return self._encode_split([text] if rx is None else rx.split(text), [])  # text, special, text, ...
     except UnicodeEncodeError: return self._encode(replace_surrogates(text), rx, base)  # rare: only then repaired
     except NotCovered: raise self._coverage_error(text, base) from None
-    return out
 
 # %% ../nbs/04_encoder.ipynb #452e6dbb
 @patch

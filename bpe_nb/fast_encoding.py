@@ -545,17 +545,20 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch
 def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them
-                 out: list[int]):
+                 out: list[int] | None  # None: return the ids instead (an array; a list if the block took the regex path)
+                ):
     "Append the ids of `items` to `out`: pre-tokens found by `_gpt2_starts` or `_array_bounds`, known by key, new ones merged together."
     bulk = self._bulk_state()
     self._bulk_local.state = None  # out of the thread's hands while it changes
     try: ids = self._bulk_ids(items, bulk)
     except _Flooded:  # keys that collide: this block by regex, and a new state next time
+        ids = [] if out is None else out
         for x in items:
-            if type(x) is str: self._encode_ordinary(x, out)
-            else: out += x
-        return
+            if type(x) is str: self._encode_ordinary(x, ids)
+            else: ids += x
+        return ids if out is None else None
     self._bulk_local.state = bulk
+    if out is None: return ids
     out += ids.tolist()
 
 _LONG_MAX = 128  # bytes: longer new pre-tokens are merged one by one (the heap), shorter ones together
@@ -645,40 +648,50 @@ def _safe_blocks(text: str, size: int) -> Iterator[str]:
 
 @patch
 def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, text, ... as `rx.split` gives them
-                  out: list[int]):
-    "Append the ids of `parts` to `out`; long texts take the bulk path (GPT-2's pattern: their pure-ASCII stretches)."
-    try: self._encode_parts(parts, out)
+                  out: list[int]) -> list[int]:
+    "Append the ids of `parts` to `out` and return it (a new list if `out` is empty); long texts take the bulk path (GPT-2's pattern: their pure-ASCII stretches)."
+    try: return self._encode_parts(parts, out)
     finally: self._trim_cache()
 
+def _joined(done: list, out: list[int]) -> list[int]:
+    "`out`, then the ids of `done` (arrays and lists, in order): one `tolist` for all when `out` is empty and the lists are short."
+    lists = sum(len(d) for d in done if type(d) is not np.ndarray)
+    if not out and done and 8 * lists <= sum(map(len, done)):  # no list to grow id by id: the array's list is the result
+        return np.concatenate([np.asarray(d, np.int64) for d in done]).tolist()
+    for d in done: out += d.tolist() if type(d) is np.ndarray else d
+    return out
+
 @patch
-def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]):
+def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]) -> list[int]:
     "The work of `_encode_split`: the regex path, or blocks for the bulk path."
     specials = self.special_tokens
     if not self._bulk_ok or sum(map(len, parts[::2])) < (_BULK_MIN if self._rules is None else _ARRAY_MIN):
         for i, part in enumerate(parts):
             if i & 1: out.append(specials[part])
             elif part: self._encode_ordinary(part, out)
-        return
-    items, size = [], 0  # a block: texts, and the ids of what goes between them
+        return out
+    done, items, size = [], [], 0  # the ids so far (arrays and lists); a block: texts, and the ids of what goes between them
     for i, part in enumerate(parts):
         if i & 1:
             if items: items.append((specials[part],))
-            else: out.append(specials[part])
+            else: done.append([specials[part]])
             continue
         whole = self._rules is not None or part.isascii()  # the array path takes any text
         for a, b, plain in ((0, len(part), True),) if whole else _stretches(part):
             if a == b: continue
             if not plain:  # the regex path, its ids in the block
-                if items: ids = []; self._encode_ordinary(part[a:b], ids); items.append(tuple(ids))
-                else: self._encode_ordinary(part[a:b], out)
+                ids = []; self._encode_ordinary(part[a:b], ids)
+                if items: items.append(tuple(ids))
+                else: done.append(ids)
                 continue
             for block in _safe_blocks(part[a:b], _BULK_BLOCK):
                 if len(block) > _BULK_MAX:  # no safe cut for that long: the regex path, after the block so far
-                    if items: self._encode_bulk(items, out); items, size = [], 0
-                    self._encode_ordinary(block, out); continue
+                    if items: done.append(self._encode_bulk(items, None)); items, size = [], 0
+                    ids = []; self._encode_ordinary(block, ids); done.append(ids); continue
                 items.append(block); size += len(block)
-                if size >= _BULK_BLOCK: self._encode_bulk(items, out); items, size = [], 0
-    if items: self._encode_bulk(items, out)
+                if size >= _BULK_BLOCK: done.append(self._encode_bulk(items, None)); items, size = [], 0
+    if items: done.append(self._encode_bulk(items, None))
+    return _joined(done, out)
 
 # %% ../nbs/04a_fast_encoding.ipynb #64559563
 _BATCH_MIN_CHARS = 1 << 21  # a batch with fewer characters is encoded in this process: a pool would not pay
@@ -826,7 +839,7 @@ def _encode_head(tok: Tokenizer, text: str,
     seg = text[start:final]
     cut = last_safe_space(seg)  # chapter 03: the pre-tokens before it are final, whatever follows
     if cut > 0:
-        tok._encode_split([seg[:cut]], out)
+        out = tok._encode_split([seg[:cut]], out)
         start += cut
     return out, start
 
