@@ -32,13 +32,15 @@ def gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
                  edge: np.ndarray  # bool, one longer than `b`: True where a text starts, and at the end
                 ) -> np.ndarray:
     "Where `GPT2_PATTERN`'s pre-tokens start in each text of `b`, then `len(b)`: the regex's rules as array operations."
-    n, c = len(b), _CLASS[b]
+    n, c = len(b), np.take(_CLASS, b)
     ws = c >= 3
     start = np.zeros(n + 1, bool)
-    start[1:n] = (c[1:] != c[:-1]) & ~(ws[1:] & ws[:-1])  # a change of class, except inside a whitespace run
-    last = np.flatnonzero(ws[:-1] & ~ws[1:] & ~edge[1:n])  # whitespace before a non-space of the same text
-    start[last] = True  # is left out of its run,
-    start[last[c[last] == 3] + 1] = False  # and a space joins the pre-token after it
+    np.not_equal(c[1:], c[:-1], out=start[1:n])
+    start[1:n] &= ~(ws[1:] & ws[:-1])  # a change of class, except inside a whitespace run
+    last = ws[:-1] > ws[1:]; last &= ~edge[1:n]  # at 0..n-2: whitespace before a non-space of the same text
+    start[:n - 1] |= last  # is left out of its run,
+    last &= c[:-1] == 3
+    start[1:n] &= ~last  # and a space joins the pre-token after it
     q = np.flatnonzero(b[:-1] == 39)  # apostrophes that start a pre-token, and their contractions
     q = q[~edge[q + 1] & (edge[q] | _OPENS[c[q - 1]])]  # (q = 0 is a text's start: `edge[0]` decides)
     two = q[_SDMT[b[q + 1]]]  # 's 'd 'm 't
@@ -281,19 +283,42 @@ def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules,
         if len(s): h = np.sort(np.concatenate([h, s]))
     return h
 
-def _by_regex(text: str, cp: np.ndarray, f: np.ndarray,  # the text, its code points, their classes
+def _safe(cp: np.ndarray, f: np.ndarray | None, edge: np.ndarray, x: np.ndarray) -> np.ndarray:
+    "True at the positions `x` (0 to `len(cp)`) that are safe cuts: a text's start or end, or a space after a character that is not `isspace`."
+    n = len(cp)
+    if n < 2: return np.ones(x.shape, bool)  # 0 and n are the only positions
+    y = np.clip(x, 1, n - 1)
+    p = cp[y - 1]
+    fp = f[y - 1] if f is not None else char_classes(p)
+    return edge[x] | (x == 0) | (x == n) | ((cp[y] == 32) & (fp < SPACE) & ((p < 0x1C) | (p > 0x1F)) & (x == y))
+
+def _cuts_around(cp: np.ndarray, f: np.ndarray | None, edge: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The safe cut at or before each position of `h`, and the first one after it (`f`: the classes, if known)."
+    n = len(cp)
+    if len(h) * 64 > n // 4:  # many: find every safe cut
+        cuts = np.flatnonzero(_safe(cp, f, edge, np.arange(n + 1)))
+        i = np.searchsorted(cuts, h, "right")
+        return cuts[i - 1], cuts[i]
+    out = []
+    for back in (True, False):  # few: look only around them, w positions at a time, w doubling
+        res, todo, base, w = np.empty(len(h), np.int64), np.arange(len(h)), h + (not back), 64
+        while len(todo):
+            x = np.clip(base[todo, None] + (-np.arange(w) if back else np.arange(w)), 0, n)
+            ok = _safe(cp, f, edge, x)
+            hit = ok.any(1)
+            res[todo[hit]] = x[hit, ok[hit].argmax(1)]
+            todo = todo[~hit]; base[todo] += -w if back else w; w *= 2
+        out.append(res)
+    return out[0], out[1]
+
+def _by_regex(text: str, cp: np.ndarray, f: np.ndarray | None,  # the text, its code points, their classes (None: look them up)
               start: np.ndarray, edge: np.ndarray,  # the starts found so far (changed here); where texts start
-              h: np.ndarray, find: Callable[[str], list[str]]  # positions left to the regex; the pattern's findall
+              h: np.ndarray, find: Callable[[str], list[str]]  # sorted positions left to the regex; the pattern's findall
              ):
     "Give the stretch around each position of `h`, between safe cuts (a space after a character that is not `isspace`), to `find`."
-    sp = np.flatnonzero(cp == 32)
-    sp = sp[sp > 0]
-    c = cp[sp - 1]
-    sp = sp[(f[sp - 1] < SPACE) & ((c < 0x1C) | (c > 0x1F))]
-    cuts = _distinct_sorted(np.concatenate([sp, np.flatnonzero(edge)]))
-    lo = cuts[np.searchsorted(cuts, h, "right") - 1]
-    lo = lo[np.r_[True, lo[1:] != lo[:-1]]]  # `h` is sorted: so is `lo`
-    hi = cuts[np.searchsorted(cuts, lo, "right")]
+    lo, hi = _cuts_around(cp, f, edge, h)
+    new = np.r_[True, lo[1:] != lo[:-1]]  # `h` is sorted: so is `lo`
+    lo, hi = lo[new], hi[new]
     apart = (lo[1:] != hi[:-1]) | edge[hi[:-1]]  # stretches that touch are one (unless a text ends there)
     for a, b in zip(lo[np.r_[True, apart]].tolist(), hi[np.r_[apart, True]].tolist()):
         start[a:b] = False
@@ -325,9 +350,11 @@ def pretoken_starts(text: str,  # the texts of a block, joined
     if pattern != GPT2_PATTERN: raise ValueError(f"the array pre-tokenizer does not know the pattern {pattern!r}")
     if text.isascii(): return gpt2_starts(np.frombuffer(text.encode("ascii"), np.uint8), edge), None
     cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    wide = np.flatnonzero(cp > 127)
+    b = cp.astype(np.uint8); b[wide] = 127  # outside ASCII read as DEL,
     start = np.zeros(len(cp) + 1, bool)
-    start[gpt2_starts(np.minimum(cp, 127).astype(np.uint8), edge)] = True  # outside ASCII read as DEL,
-    _by_regex(text, cp, char_classes(cp), start, edge, np.flatnonzero(cp > 127), find)  # then given to the regex
+    start[gpt2_starts(b, edge)] = True
+    _by_regex(text, cp, None, start, edge, wide, find)  # then given to the regex
     return np.flatnonzero(start), cp
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000031
