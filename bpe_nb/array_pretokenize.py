@@ -32,13 +32,15 @@ def gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
                  edge: np.ndarray  # bool, one longer than `b`: True where a text starts, and at the end
                 ) -> np.ndarray:
     "Where `GPT2_PATTERN`'s pre-tokens start in each text of `b`, then `len(b)`: the regex's rules as array operations."
-    n, c = len(b), _CLASS[b]
+    n, c = len(b), np.take(_CLASS, b)
     ws = c >= 3
     start = np.zeros(n + 1, bool)
-    start[1:n] = (c[1:] != c[:-1]) & ~(ws[1:] & ws[:-1])  # a change of class, except inside a whitespace run
-    last = np.flatnonzero(ws[:-1] & ~ws[1:] & ~edge[1:n])  # whitespace before a non-space of the same text
-    start[last] = True  # is left out of its run,
-    start[last[c[last] == 3] + 1] = False  # and a space joins the pre-token after it
+    np.not_equal(c[1:], c[:-1], out=start[1:n])
+    start[1:n] &= ~(ws[1:] & ws[:-1])  # a change of class, except inside a whitespace run
+    last = ws[:-1] > ws[1:]; last &= ~edge[1:n]  # at 0..n-2: whitespace before a non-space of the same text
+    start[:n - 1] |= last  # is left out of its run,
+    last &= c[:-1] == 3
+    start[1:n] &= ~last  # and a space joins the pre-token after it
     q = np.flatnonzero(b[:-1] == 39)  # apostrophes that start a pre-token, and their contractions
     q = q[~edge[q + 1] & (edge[q] | _OPENS[c[q - 1]])]  # (q = 0 is a text's start: `edge[0]` decides)
     two = q[_SDMT[b[q + 1]]]  # 's 'd 'm 't
@@ -63,16 +65,21 @@ def _classify(cps: np.ndarray) -> np.ndarray:
     for c, rx in _CLASS_RX: out[[m.start() for m in compile_pattern(rx).finditer(s)]] = c
     return out
 
-def char_classes(cp: np.ndarray  # code points (uint32)
+def _distinct_sorted(x: np.ndarray) -> np.ndarray:
+    "The distinct values of `x`, in increasing order (`np.unique` without its first-call import of `numpy.ma`)."
+    x = np.sort(x)
+    return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
+
+def char_classes(cp: np.ndarray  # code points (uint32, or uint8 for ASCII)
                  ) -> np.ndarray:
     "The class of each code point in `cp`; the table is filled in for the code points seen for the first time."
     global _CLASSES
     if _CLASSES is None: _CLASSES = np.full(0x110000, 255, np.uint8); _CLASSES[:128] = _classify(np.arange(128))
-    f = _CLASSES[cp]
-    if (f == 255).any():
-        new = np.unique(cp[f == 255])
+    f = np.take(_CLASSES, cp)  # `take` gathers about twice as fast as `_CLASSES[cp]`
+    if len(f) and f.max() == 255:
+        new = _distinct_sorted(cp[f == 255])
         _CLASSES[new] = _classify(new)
-        f = _CLASSES[cp]
+        f = np.take(_CLASSES, cp)
     return f
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00005
@@ -115,141 +122,203 @@ def _contraction_len(cp: np.ndarray, q: np.ndarray,  # code points; positions of
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00011
 _GROUP = np.array([0, 0, 0, 2, 1, 2, 3, 3, 3], np.uint8)  # class -> 0 letter, 1 digit, 2 punctuation (and marks), 3 whitespace
 
-def _shifted(m: np.ndarray, first: np.ndarray, back: bool = True) -> np.ndarray:
-    "`m` of the character before (`back`) or after each one; False across the start or end of a text."
-    out = np.zeros(len(m), bool)
-    if back: out[1:] = m[:-1]; out[first] = False
-    else: out[:-1] = m[1:]; out[np.flatnonzero(first)[1:] - 1] = False
-    return out
+def _before(f: np.ndarray, first: np.ndarray, x: np.ndarray) -> np.ndarray:
+    "The class of the character before each position `x`; 9 at the start of a text."
+    return np.where(first[x] | (x == 0), 9, f[x - 1])
 
 def _spans(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     "Every position in the spans `[a, b)`, in order."
     size = b - a
     return np.repeat(a - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
 
+def _runs(p: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "Where each run of consecutive positions in the sorted positions `p` starts, and where it ends (runs stop where a text starts)."
+    new = np.ones(len(p) + 1, bool)  # True where a run starts (and at the end)
+    np.not_equal(p[1:], p[:-1] + 1, out=new[1:-1]); new[1:-1] |= first[p[1:]]
+    return p[new[:-1]], p[new[1:]] + 1
+
 def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     "Where each run of True in `m` starts, and where it ends (runs stop where a text starts)."
-    return np.flatnonzero(m & ~_shifted(m, first)), np.flatnonzero(m & ~_shifted(m, first, back=False)) + 1
+    x = np.zeros(len(m) + 2, np.int8); x[1:-1] = m
+    t = np.flatnonzero(x[1:] != x[:-1])  # one pass: a start, an end, a start, ...
+    s = np.flatnonzero(first); s = s[s > 0]; s = s[m[s] & m[s - 1]]  # runs that go on across a text's start
+    if not len(s): return t[::2], t[1::2]
+    return np.sort(np.concatenate([t[::2], s])), np.sort(np.concatenate([t[1::2], s]))
+
+def _run_end(m: np.ndarray, first: np.ndarray, p: np.ndarray) -> np.ndarray:
+    "Where the run of True in `m` that each position `p` is in ends: the next position not in `m`, a text's start, or `len(m)`."
+    n, end, w, todo = len(m), p + 1, 8, np.arange(len(p))
+    while len(todo):  # look at the next w positions of each, w doubling: the work stays in proportion to the runs
+        x = np.minimum(end[todo, None] + np.arange(w), n)
+        xc = np.minimum(x, n - 1)
+        stop = (x == n) | ~m[xc] | first[xc]
+        hit = stop.any(1)
+        end[todo[hit]] = x[hit, stop[hit].argmax(1)]
+        todo = todo[~hit]; end[todo] += w; w *= 2
+    return end
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00014
 def _array_starts(cp: np.ndarray,  # the text's code points
                   f: np.ndarray,  # their classes
                   edge: np.ndarray,  # bool, one longer than `cp`: True where a text starts, and at the end
                   rules: ArrayRules  # the pattern
-                 ) -> np.ndarray:
-    "True where the pattern's pre-tokens start in each text (and at the end), outside the stretches left to the regex."
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    "True where the pattern's pre-tokens start in each text (and at the end), outside the stretches left to the regex; and where those are (`_hard`)."
     n = len(cp)
-    first, stop = edge[:n], edge[1:]
-    grp = _GROUP[f]
-    word, punct, ws, digit, nl = grp == 0, grp == 2, grp == 3, grp == 1, f == NL
-    prev = np.empty(n, np.uint8); prev[1:] = f[:-1]; prev[:1] = 9; prev[first] = 9  # the class before; 9: none
-    taken = None
+    first, stop, ends = edge[:n], edge[1:], np.flatnonzero(edge)
+    fi = ends[ends < n]  # where the texts start
+    grp = (f > LO).view(np.uint8) << 1  # the group of each class, in four passes (faster than `_GROUP[f]`)
+    grp += f >= SPACE; grp -= f == DIGIT
+    few = (f == NL) | (f == DIGIT) | (cp == 39)  # the rarer characters, found in one pass
+    if rules.cased: few |= (f == LU) | (f == MARK)
+    if rules.slash: few |= cp == 47
+    few = np.flatnonzero(few)
+    fc = f[few]
+    nlp, digits = few[fc == NL], few[fc == DIGIT]
+    quotes = few[cp[few] == 39]
     if rules.contractions == "suffix":
-        q, k = _suffixes(cp, prev, stop)
-        tk = _spans(q, q + k)  # their characters
-        taken = np.zeros(n, bool); taken[tk] = True
-        grp[tk] = 4; word[tk] = False
-    a, b = _run_bounds(nl, first)  # newlines right after punctuation go with it: `[\r\n]*`
+        q, k = _suffixes(cp, f, first, stop, quotes)
+        tk = _spans(q, q + k)  # their characters: a group of their own, 4
+        grp[tk] = 4
+    a, b = _runs(nlp, first)  # newlines right after punctuation go with it: `[\r\n]*`
     a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
-    a, b = a[punct[a - 1]], b[punct[a - 1]]
-    eaten = _spans(a, b)
-    grp[eaten] = 2; ws[eaten] = False
+    a, b = a[_GROUP[f[a - 1]] == 2], b[_GROUP[f[a - 1]] == 2]
+    grp[_spans(a, b)] = 2
     start = np.zeros(n + 1, bool)
-    start[1:n] = grp[1:] != grp[:-1]
-    start[b] = True
-    start[:n] |= first
-    a, b = _run_bounds(digit, first)  # digits in groups of `rules.digits`
+    np.not_equal(grp[1:], grp[:-1], out=start[1:n])  # a change of group
+    start[ends] = True; start[b] = True
+    a, b = _runs(digits, first)  # digits in groups of `rules.digits`
     long = b - a > rules.digits
     p, run = _spans(a[long], b[long]), np.repeat(a[long], (b - a)[long])
     start[p[(p - run) % rules.digits == 0]] = True
-    _whitespace_starts(start, f, grp, ws, nl, first, stop, rules)
-    wp = _shifted(word, first)  # a letter run takes the character before it: `[^\r\n\p{L}\p{N}]?`
-    j = np.flatnonzero(word & ~wp & ~first)
-    x = j - 1
-    fx, px = f[x], prev[x]
-    free = (fx == SPACE) | (fx == WS) | (punct[x] & (px != PUNCT) & (px != MARK) & (px != SPACE))
-    if taken is not None: free &= ~taken[x]
-    start[x[free]] = True; start[j[free]] = False
-    if rules.cased: _case_starts(start, f, word, wp, first)
+    _whitespace_starts(start, f, grp, first, fi, nlp, rules)
+    word = grp == 0  # a letter run takes the character before it: `[^\r\n\p{L}\p{N}]?`
+    punct = (f == PUNCT) | (f == MARK)
+    lone = np.zeros(n, bool); np.logical_or(punct[:-1], f[:-1] == SPACE, out=lone[1:]); lone[fi] = False  # after punctuation or a space
+    free = (f - np.uint8(SPACE) < 2) | (punct > lone)  # a space, other whitespace, or punctuation after neither
+    if rules.contractions == "suffix": free[tk] = False  # not a suffix's character
+    j = word[1:] > word[:-1]; j &= free[:-1]; j[fi[fi > 0] - 1] = False  # at 1..n-1: a letter run starts, and the character before goes with it
+    start[:n - 1] |= j; start[1:n] &= ~j
+    if rules.cased: _case_starts(start, f, grp, first, few[fc == LU])
     if rules.contractions == "lead":  # an apostrophe that starts a pre-token, and its contraction
-        q = np.flatnonzero((cp == 39) & ((prev <= LO) | (prev == DIGIT) | (prev == WS) | (prev == NL) | (prev == 9)))
+        pv = _before(f, first, quotes)
+        q = quotes[(pv <= LO) | (pv == DIGIT) | (pv == WS) | (pv == NL) | (pv == 9)]
         k = _contraction_len(cp, q, stop)
         q, k = q[k > 0], k[k > 0]
         start[q] = True; start[q + 1] = False; start[(q + 2)[k == 3]] = False; start[q + k] = True
-    elif taken is not None:  # a suffix is part of the word before it
+    elif rules.contractions == "suffix":  # a suffix is part of the word before it
         start[tk] = False
         start[q + k] = True
-    start[edge] = True
-    return start
+    start[ends] = True
+    return start, _hard(cp, f, first, rules, few)
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00016
-def _suffixes(cp: np.ndarray, prev: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _suffixes(cp: np.ndarray, f: np.ndarray, first: np.ndarray, stop: np.ndarray,
+              quotes: np.ndarray  # where the apostrophes are
+             ) -> tuple[np.ndarray, np.ndarray]:
     "Where the contractions that end a word start (o200k's `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`), and their lengths."
-    q = np.flatnonzero((cp == 39) & (prev <= LO))
+    q = quotes[_before(f, first, quotes) <= LO]
     k = _contraction_len(cp, q, stop)
     q, k = q[k > 0], k[k > 0]
-    taken = np.zeros(len(cp) + 1, bool)
     while True:  # one right after another one's letter does not count; dropping it frees its letters: repeat
-        taken[:] = False
-        for j in range(3): taken[(q + j)[j < k]] = True
-        ok = ~taken[q - 1]
+        tk = np.append(_spans(q, q + k), len(cp))
+        ok = tk[np.searchsorted(tk, q - 1)] != q - 1
         if ok.all(): return q, k
         q, k = q[ok], k[ok]
 
-def _whitespace_starts(start, f, grp, ws, nl, first, stop, rules: ArrayRules):
+def _whitespace_starts(start, f, grp, first, fi, nlp, rules: ArrayRules):  # fi: where the texts start; nlp: the newlines
     r"Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."
     n = len(f)
-    a, b = _run_bounds(ws, first)
-    at_end = stop[b - 1]
-    nlw = np.concatenate([[-1], np.flatnonzero(nl & ws)])
-    r = nlw[np.searchsorted(nlw, b) - 1]  # the last newline of each run, if any
-    has_r = r >= a
-    cut = has_r & (r + 1 < b)
-    if rules.end_run: cut &= ~at_end
-    start[r[cut] + 1] = True
-    s = np.where(has_r, r + 1, a)  # what is left after it
-    start[b[~at_end & (b - 1 > s)] - 1] = True  # its last character goes
-    joins = ~at_end & (s < b) & (f[b - 1] == SPACE) & (grp[np.minimum(b, n - 1)] == 2)
-    start[b[joins]] = False  # a space joins the punctuation after it
+    ws = grp == 3
+    rest = ws & (f != NL)  # whitespace but not a newline
+    nlw = nlp[ws[nlp]]  # the newlines still in whitespace runs
+    r = nlw[nlw + 1 < n]
+    r = r[rest[r + 1] & ~first[r + 1]]  # newlines with more whitespace after them
+    if len(r):
+        p = _run_end(rest, first, r + 1)  # where that whitespace ends
+        pc = np.minimum(p, n - 1)
+        at_end = (p == n) | first[pc]
+        last = at_end | (f[pc] != NL)  # no newline of the same run after it
+        r = r[last & ~at_end] if rules.end_run else r[last]
+    start[r + 1] = True  # a run is cut after its last newline, unless it ends the text and the pattern has `\s++$`
+    t = fi[fi > 0]
+    go = rest[1:-1] & ~ws[2:] & rest[:-2]  # at 1..n-2: the last character of a run goes to what follows
+    k = np.concatenate([t - 2, t - 1])
+    go[k[(k >= 0) & (k < n - 2)]] = False  # (not across the start of a text)
+    start[1:n - 1] |= go
+    joins = (grp[1:] == 2) & (f[:-1] == SPACE); joins[t - 1] = False
+    start[1:n] &= ~joins  # a space joins the punctuation after it
 
-def _case_starts(start, f, word, wp, first):
+def _case_starts(start, f, grp, first, u):  # u: where the upper-case letters are
     "Set the cuts inside words: `[Lu Lt Lm Lo M]*[Ll Lm Lo M]+` first, else `[Lu Lt Lm Lo M]+[Ll Lm Lo M]*`."
-    n, up = len(f), word & (f == LU)
-    q = np.flatnonzero(up & wp)
+    n = len(f)
+    u = u[grp[u] == 0]  # those of words (not of a suffix)
+    inner = lambda x: (x > 0) & ~first[x] & (grp[x - 1] == 0)  # not the first letter of its word
+    q = u[inner(u)]
     q = q[f[q - 1] != LU]  # an upper-case letter after Ll/Lm/Lo starts a pre-token if that run has an Ll
     if len(q):
         has = f[q - 1] == LL
         if not has.all():  # after Lm/Lo: count the Ll letters of the run
+            word, up = grp == 0, np.zeros(n, bool); up[u] = True
             lbs = _run_bounds(word & ~up, first)[0]
             lb = lbs[np.searchsorted(lbs, q - 1, "right") - 1]
             low = np.zeros(n + 1, np.int32); np.cumsum(word & (f == LL), out=low[1:])
             has = low[q] > low[lb]
         start[q[has]] = True
-    ups, ends = _run_bounds(up, first)
-    e = ends[~_shifted(word, first, back=False)[ends - 1]]  # upper-case letters that end a word
-    t = ups[np.searchsorted(ups, e - 1, "right") - 1]
-    start[t[wp[t]]] = True  # are cut off when something precedes them in the word
+    ups, ends = _runs(u, first)
+    e = np.minimum(ends, n - 1)
+    t = ups[(ends == n) | first[e] | (grp[e] != 0)]  # upper-case letters that end a word
+    start[t[inner(t)]] = True  # are cut off when something precedes them in the word
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00018
-def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules) -> np.ndarray:
+def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules,
+          few: np.ndarray  # the positions to look at (all marks and slashes are among them)
+         ) -> np.ndarray:
     "Where the characters the array rules leave to the regex are: marks (`cased`), `/` after a newline (`slash`)."
-    h = (f == MARK) if rules.cased else np.zeros(len(cp), bool)
+    h = few[f[few] == MARK] if rules.cased else few[:0]
     if rules.slash:
-        s = np.flatnonzero(cp[1:] == 47) + 1
-        h[s[(f[s - 1] == NL) & ~first[s]]] = True
-    return np.flatnonzero(h)
+        s = few[cp[few] == 47]
+        s = s[(s > 0) & ~first[s]]
+        s = s[f[s - 1] == NL]
+        if len(s): h = np.sort(np.concatenate([h, s]))
+    return h
 
-def _by_regex(text: str, cp: np.ndarray, f: np.ndarray,  # the text, its code points, their classes
+def _safe(cp: np.ndarray, f: np.ndarray | None, edge: np.ndarray, x: np.ndarray) -> np.ndarray:
+    "True at the positions `x` (0 to `len(cp)`) that are safe cuts: a text's start or end, or a space after a character that is not `isspace`."
+    n = len(cp)
+    if n < 2: return np.ones(x.shape, bool)  # 0 and n are the only positions
+    y = np.clip(x, 1, n - 1)
+    p = cp[y - 1]
+    fp = f[y - 1] if f is not None else char_classes(p)
+    return edge[x] | (x == 0) | (x == n) | ((cp[y] == 32) & (fp < SPACE) & ((p < 0x1C) | (p > 0x1F)) & (x == y))
+
+def _cuts_around(cp: np.ndarray, f: np.ndarray | None, edge: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The safe cut at or before each position of `h`, and the first one after it (`f`: the classes, if known)."
+    n = len(cp)
+    if len(h) * 64 > n // 4:  # many: find every safe cut
+        cuts = np.flatnonzero(_safe(cp, f, edge, np.arange(n + 1)))
+        i = np.searchsorted(cuts, h, "right")
+        return cuts[i - 1], cuts[i]
+    out = []
+    for back in (True, False):  # few: look only around them, w positions at a time, w doubling
+        res, todo, base, w = np.empty(len(h), np.int64), np.arange(len(h)), h + (not back), 64
+        while len(todo):
+            x = np.clip(base[todo, None] + (-np.arange(w) if back else np.arange(w)), 0, n)
+            ok = _safe(cp, f, edge, x)
+            hit = ok.any(1)
+            res[todo[hit]] = x[hit, ok[hit].argmax(1)]
+            todo = todo[~hit]; base[todo] += -w if back else w; w *= 2
+        out.append(res)
+    return out[0], out[1]
+
+def _by_regex(text: str, cp: np.ndarray, f: np.ndarray | None,  # the text, its code points, their classes (None: look them up)
               start: np.ndarray, edge: np.ndarray,  # the starts found so far (changed here); where texts start
-              h: np.ndarray, find: Callable[[str], list[str]]  # positions left to the regex; the pattern's findall
+              h: np.ndarray, find: Callable[[str], list[str]]  # sorted positions left to the regex; the pattern's findall
              ):
     "Give the stretch around each position of `h`, between safe cuts (a space after a character that is not `isspace`), to `find`."
-    n = len(cp)
-    safe = np.zeros(n + 1, bool)
-    safe[1:n] = (cp[1:] == 32) & (f[:-1] < SPACE) & ~((cp[:-1] >= 0x1C) & (cp[:-1] <= 0x1F))
-    cuts = np.flatnonzero(safe | edge)
-    lo = np.unique(cuts[np.searchsorted(cuts, h, "right") - 1])
-    hi = cuts[np.searchsorted(cuts, lo, "right")]
+    lo, hi = _cuts_around(cp, f, edge, h)
+    new = np.r_[True, lo[1:] != lo[:-1]]  # `h` is sorted: so is `lo`
+    lo, hi = lo[new], hi[new]
     apart = (lo[1:] != hi[:-1]) | edge[hi[:-1]]  # stretches that touch are one (unless a text ends there)
     for a, b in zip(lo[np.r_[True, apart]].tolist(), hi[np.r_[apart, True]].tolist()):
         start[a:b] = False
@@ -259,11 +328,11 @@ def array_bounds(text: str,  # the texts of a block, joined
                  edge: np.ndarray,  # bool, one longer than `text`: True where a text starts, and at the end
                  rules: ArrayRules, find: Callable[[str], list[str]]  # the pattern: its rules, its findall
                 ) -> tuple[np.ndarray, np.ndarray]:
-    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text`."
-    cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text` (uint8 if ASCII)."
+    ascii = text.isascii()  # O(1): one byte per code point, a quarter of the memory traffic of uint32
+    cp = np.frombuffer(text.encode("ascii" if ascii else "utf-32-le"), np.uint8 if ascii else np.uint32)
     n, f = len(cp), char_classes(cp)
-    start = _array_starts(cp, f, edge, rules)
-    h = _hard(cp, f, edge[:n], rules)
+    start, h = _array_starts(cp, f, edge, rules)
     if len(h): _by_regex(text, cp, f, start, edge, h, find)
     return np.flatnonzero(start), cp
 
@@ -281,19 +350,23 @@ def pretoken_starts(text: str,  # the texts of a block, joined
     if pattern != GPT2_PATTERN: raise ValueError(f"the array pre-tokenizer does not know the pattern {pattern!r}")
     if text.isascii(): return gpt2_starts(np.frombuffer(text.encode("ascii"), np.uint8), edge), None
     cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    wide = np.flatnonzero(cp > 127)
+    b = cp.astype(np.uint8); b[wide] = 127  # outside ASCII read as DEL,
     start = np.zeros(len(cp) + 1, bool)
-    start[gpt2_starts(np.minimum(cp, 127).astype(np.uint8), edge)] = True  # outside ASCII read as DEL,
-    _by_regex(text, cp, char_classes(cp), start, edge, np.flatnonzero(cp > 127), find)  # then given to the regex
+    start[gpt2_starts(b, edge)] = True
+    _by_regex(text, cp, None, start, edge, wide, find)  # then given to the regex
     return np.flatnonzero(start), cp
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000031
-def byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; positions in them
+def byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; sorted positions in them
                ) -> np.ndarray:
     "The positions `chars` of a text as offsets in its UTF-8 bytes."
     wide = np.flatnonzero(cp >= 0x80)  # the characters of more than one byte, and how many more
     extra = np.zeros(len(wide) + 1, np.int64)
     np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
-    return chars + extra[np.searchsorted(wide, chars)]
+    if len(wide) >= len(chars): return chars + extra[np.searchsorted(wide, chars)]
+    # fewer wide characters than positions: place each wide character among the positions instead
+    return chars + extra[np.cumsum(np.bincount(np.searchsorted(chars, wide, "right"), minlength=len(chars) + 1)[:-1])]
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000033
 _TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the byte, or 256 + the two bytes

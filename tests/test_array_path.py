@@ -224,3 +224,28 @@ def test_merge_recovery_in_bulk_equals_the_walk(pairs, swaps):
         try: return _merges_from_ranks(ranks, ValueError, t)
         except ValueError as e: return str(e)
     assert outcome(tok) == outcome(None)
+
+
+# ASCII with the characters the rules single out made frequent, including long runs of whitespace
+ASCII = st.one_of(st.sampled_from(list("aAsStTlLvVrReEdDmM'  \t\n\r/!.,0123456789") + ["    ", "\n\n", " \t\n "]),
+                  st.characters(max_codepoint=127))
+ascii_texts = st.lists(st.lists(ASCII, min_size=1, max_size=30).map("".join), min_size=1, max_size=4)
+
+
+@pytest.mark.parametrize("pattern", sorted(ap.ARRAY_PATTERNS), ids=lambda p: f"pattern{sorted(ap.ARRAY_PATTERNS).index(p)}")
+@settings(max_examples=300)
+@given(parts=ascii_texts)
+def test_ascii_path_equals_code_point_path_and_regex(pattern, parts):
+    """A pure-ASCII block is read as uint8; the same texts in a block that is not pure ASCII (one more text, `é`,
+    behind an edge) are read as uint32 code points. Both give the regex's pre-tokens."""
+    rx, joined = compile_pattern(pattern), "".join(parts)
+    def starts(block_parts):
+        block = "".join(block_parts)
+        edge = np.zeros(len(block) + 1, bool); edge[np.cumsum([0, *map(len, block_parts)])] = True
+        return ap.pretoken_starts(block, edge, pattern)
+    s8, cp8 = starts(parts)
+    s32, cp32 = starts([*parts, "é"])
+    assert joined.isascii() and cp32.dtype == np.uint32 and (cp8 is None or cp8.dtype == np.uint8)
+    assert s8.tolist() == s32[:-1].tolist()  # the same starts; the uint32 block has one more text, "é"
+    s = s8.tolist()
+    assert [joined[a:b] for a, b in zip(s, s[1:])] == [p for t in parts for p in rx.findall(t)]
