@@ -456,7 +456,7 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
 @patch
 def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
                 ):
-    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them."
+    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them; keep those with characters of three or four bytes for `_crossing_keys`."
     toks = list(ids)
     lens = np.fromiter(map(len, toks), np.int64, len(toks))
     flat = np.frombuffer(b"".join(toks), np.uint8)
@@ -469,19 +469,29 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     two = lens == 2
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
     self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64)
+    every = np.fromiter(map(len, toks), np.int64, len(toks))
+    wide = np.flatnonzero(np.maximum.reduceat(flat, np.cumsum(every) - every) >= 0xE0) if len(toks) else every
+    self._wide_tokens, self._crossing = [toks[i] for i in wide.tolist()], None  # for `_crossing_keys`, on first use
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
+_CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of a cut pre-token (below), merged without the shortcut
+
 @patch
 def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text, UTF-8; which of its pre-tokens are met for the first time
               starts: np.ndarray, lens: np.ndarray, b: np.ndarray,  # where the block's pre-tokens start, their lengths; its bytes
               k1: np.ndarray, k2: np.ndarray  # the new pre-tokens' keys
              ) -> list[tuple[int, ...]]:
-    "The ids of pre-tokens met for the first time: a token by its key (`_seed_tokens`), the others by `_new_rows`."
+    "The ids of pre-tokens met for the first time: a token by its key (`_seed_tokens`), a part of a cut pre-token by `_merge_concat` without the shortcut, the others by `_new_rows`."
     if self._token_keys is None: return self._new_rows(raw, starts[new], lens[new], b)
     table, vals = self._token_keys[:2]
     row = table.get(k1, k2)
     out = list(zip(np.where(row >= 0, vals[row], -1).tolist()))  # (id,) for a token
     other = np.flatnonzero(row < 0)
+    if (cut := (k2[other] & _CUT) != 0).any():  # parts: no key of a token matches them, and no cache entry (it has the shortcut)
+        c = other[cut]; at, size = starts[new[c]], lens[new[c]]
+        data = np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[:, None] + np.arange(int(size.max()))]
+        for i, t in zip(c.tolist(), self._merge_concat(data, size, whole=False)): out[i] = t
+        other = other[~cut]
     if len(other):
         for i, t in zip(other.tolist(), self._new_rows(raw, starts[new[other]], lens[new[other]], b)): out[i] = t
     return out
@@ -492,7 +502,8 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
 def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15) uint8: their bytes, then any padding
                   lens: np.ndarray,  # the length of each, from 1 to width
                   limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
-                  trace: list | None = None  # if given, each round appends `(rows, merged ids, left ids, right ids)`
+                  trace: list | None = None,  # if given, each round appends `(rows, merged ids, left ids, right ids)`
+                  whole: bool = True  # tiktoken's shortcut: a pre-token that is a token is that token (False: merge it all the same)
                  ) -> list[tuple[int, ...]]:
     "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
     table, vals, pair, byte_ids = self._token_keys
@@ -509,9 +520,9 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         return np.where(found < lim, found, none)
     out, base = [None] * rows_n, np.arange(rows_n, dtype=np.int64) * (width + 16)
     lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
-    whole = look(base, np.zeros(rows_n, np.int64), lens, lim)  # tiktoken's shortcut: a pre-token that is a token
-    for i, t in zip(np.flatnonzero(whole < none).tolist(), whole[whole < none].tolist()): out[i] = (t,)
-    rows = np.flatnonzero(whole == none)
+    known = look(base, np.zeros(rows_n, np.int64), lens, lim) if whole else np.full(rows_n, none, np.int64)
+    for i, t in zip(np.flatnonzero(known < none).tolist(), known[known < none].tolist()): out[i] = (t,)
+    rows = np.flatnonzero(known == none)
     if not len(rows): return out
     data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
     ids = byte_ids[data]  # the parts, each at the position where it starts: none move, merged-away ones are dead
@@ -591,7 +602,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
               counts: list | None = None  # if given (and `items` are all texts): gets the number of ids of each text
              ) -> np.ndarray:
     "The ids of `items` (as `_encode_bulk` takes them) as an array, with `bulk` updated."
-    texts = [x for x in items if type(x) is str]
+    texts, part = [x for x in items if type(x) is str], None  # `part`: which pre-tokens are parts of a cut one
     text = "".join(texts)
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
@@ -600,11 +611,13 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         chars, cp = _array_bounds(text, edge, self._rules, self._find)
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
+        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
     short = np.flatnonzero(lens <= _KEY_BYTES)
     k1, k2 = _piece_keys(b, starts[short], lens[short])
+    if part is not None: k2[part[short]] |= _CUT
     rows[short], added = bulk.table.intern(k1, k2, bulk.rows.n)
     if len(added): bulk.rows.add(self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
@@ -624,6 +637,105 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     ids = bulk.rows.gather(rows)
     bulk.rows.n, bulk.rows.n_ids = kept
     return ids
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00002
+def _utf8(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The UTF-8 bytes of each code point as one big-endian number, and how many bytes."
+    c = cp.astype(np.int64)
+    n = 1 + (c >= 0x80) + (c >= 0x800) + (c >= 0x10000)
+    t = lambda k: 0x80 | (c >> 6 * k) & 0x3F  # the continuation byte of the k-th group of 6 bits from the right
+    u = np.select([n == 1, n == 2, n == 3], [c, (0xC0 | c >> 6) << 8 | t(0), (0xE0 | c >> 12) << 16 | t(1) << 8 | t(0)],
+                  (0xF0 | c >> 18) << 24 | t(2) << 16 | t(1) << 8 | t(0))
+    return u, n
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00004
+def _crossing_keys(tokens: list[bytes]  # the tokens with a byte of 0xE0 or more (no other can reach into a character of three or four bytes)
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of keys: two whole characters; a character's last bytes, then the next byte; a whole character, then the next one's first bytes."
+    lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    f = np.frombuffer(b"".join(tokens), np.uint8)
+    n, starts = len(f), np.cumsum(lens) - lens
+    ends = starts + lens
+    lead = np.flatnonzero((f & 0xC0) != 0x80)  # where characters start (or bytes that are no character)
+    b0 = f[lead].astype(np.int32)
+    size = 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)
+    end = np.repeat(ends, lens)[lead]  # where the token of each lead byte ends
+    nxt = np.empty_like(lead); nxt[:-1] = lead[1:]; nxt[-1:] = n
+    whole = (nxt >= lead + size) & (lead + size <= end)
+    g = lambda k: f[np.minimum(lead + k, n - 1)].astype(np.int32) & 0x3F
+    g1, g2, g3 = g(1), g(2), g(3)
+    cp = np.select([size == 1, size == 2, size == 3], [b0, (b0 & 0x1F) << 6 | g1, (b0 & 0x0F) << 12 | g1 << 6 | g2],
+                   (b0 & 0x07) << 18 | g1 << 12 | g2 << 6 | g3).astype(np.int64)
+    wide = whole & (cp >= 0x80)
+    i = np.flatnonzero(wide[:-1] & wide[1:] & (nxt[:-1] == lead[:-1] + size[:-1]) & (lead[1:] < end[:-1]))
+    pairs = cp[i] << 21 | cp[i + 1]
+    fi = f.astype(np.int64)
+    s = starts[(lens > 0) & ((f[np.minimum(starts, max(n - 1, 0))] & 0xC0) == 0x80)]  # tokens that start inside a character
+    j = np.searchsorted(lead, s)
+    r = np.where(j < len(lead), lead[np.minimum(j, len(lead) - 1)], n) - s
+    ok = (r >= 1) & (r <= 3) & (s + r < np.repeat(ends, lens)[np.minimum(s, n - 1)]) if len(s) else np.zeros(0, bool)
+    s, r = s[ok], r[ok]
+    tail = (fi[s] << 16 | fi[np.minimum(s + 1, n - 1)] << 8 | fi[np.minimum(s + 2, n - 1)]) >> 8 * (3 - r)
+    tails = r << 40 | tail << 8 | fi[s + r]
+    last = np.searchsorted(lead, ends) - 1  # each token's last lead byte
+    t = np.flatnonzero((last >= 1) & (lens > 1))
+    q, p = last[t], last[t] - 1  # indices into `lead`
+    e = ends[t]
+    ok = (lead[q] >= starts[t]) & (lead[p] >= starts[t]) & (lead[q] + size[q] > e) & whole[p] & (lead[p] + size[p] == lead[q]) & (cp[p] >= 0x80) & (e - lead[q] <= 3)
+    q, p, e = lead[q[ok]], p[ok], e[ok]
+    head = (fi[q] << 16 | fi[np.minimum(q + 1, n - 1)] << 8 | fi[np.minimum(q + 2, n - 1)]) >> 8 * (3 - (e - q))
+    heads = cp[p] << 26 | (e - q) << 24 | head
+    return np.sort(pairs), np.sort(tails), np.sort(heads)
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00005
+def _member(keys: np.ndarray, q: np.ndarray) -> np.ndarray:
+    "Whether each of `q` is in the sorted array `keys`."
+    if not len(keys): return np.zeros(len(q), bool)
+    return keys[np.minimum(np.searchsorted(keys, q), len(keys) - 1)] == q
+
+def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of some boundaries (outside ASCII)
+             keys: tuple  # from `_crossing_keys`
+            ) -> np.ndarray:
+    "Whether a token may hold bytes on both sides of each boundary: True unless none of its keys is among `keys`."
+    pairs, tails, heads = keys
+    (u1, n1), (u2, n2) = _utf8(c1), _utf8(c2)
+    c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
+    hit = _member(pairs, c1 << 21 | c2)
+    for k in (1, 2, 3):  # the last k bytes of c1 then c2's first byte; c1 then the first k bytes of c2
+        m = k < n1
+        hit[m] |= _member(tails, k << 40 | (u1[m] & (1 << 8 * k) - 1) << 8 | u2[m] >> 8 * (n2[m] - 1))
+        m = k < n2
+        hit[m] |= _member(heads, c1[m] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
+    return hit
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00008
+@patch
+def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses, if all their parts then fit a key: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
+    long = np.flatnonzero(np.diff(bounds) > _KEY_BYTES)
+    if not len(long): return chars, bounds, None
+    size = chars[long + 1] - chars[long] - 1  # the boundaries inside each
+    k = np.repeat(chars[long] + 1 - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+    k = k[(cp[k - 1] >= 0x800) & (cp[k] >= 0x800)]  # characters of three or four bytes: CJK, Thai, Devanagari...
+    if len(k):
+        if self._crossing is None: self._crossing = _crossing_keys(self._wide_tokens)
+        k = k[~_crossed(cp[k - 1], cp[k], self._crossing)]
+    if not len(k): return chars, bounds, None
+    at, kb = np.searchsorted(chars, k), _byte_bounds(cp, k)  # a cut goes before pre-token `at`: inside `at - 1`
+    own = at - 1
+    first, last = np.r_[True, own[1:] != own[:-1]], np.r_[own[1:] != own[:-1], True]
+    before = kb - np.where(first, bounds[own], np.r_[0, kb[:-1]])  # the part that ends at each cut, and the last one
+    bad = np.zeros(len(chars), bool); bad[own[(before > _KEY_BYTES) | last & (bounds[own + 1] - kb > _KEY_BYTES)]] = True
+    if bad.any():  # a part would still be too long: that pre-token stays whole
+        keep = ~bad[own]; k, kb, at, own = k[keep], kb[keep], at[keep], own[keep]
+        if not len(k): return chars, bounds, None
+    cut = np.zeros(len(chars), bool); cut[own] = True
+    return np.insert(chars, at, k), np.insert(bounds, at, kb), np.insert(cut, at, True)[:-1]
+
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496
 @patch

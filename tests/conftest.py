@@ -1,4 +1,5 @@
 "Shared pytest fixtures: where the test data lives, and hypothesis profiles."
+import random
 import os
 from pathlib import Path
 
@@ -56,3 +57,16 @@ def tiktoken_gpt2(special_tokens: dict, name: str = "gpt2-local"):
     raw = json.loads((TEST_DATA / "cs336" / "gpt2_vocab.json").read_text(encoding="utf-8"))
     ranks = {printable_to_bytes(tok): i for tok, i in raw.items() if tok != "<|endoftext|>"}
     return tiktoken.Encoding(name=name, pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens=special_tokens)
+
+
+def wide_text(rng: "random.Random", n: int) -> str:
+    "Long runs of characters of three bytes (CJK, kana, hangul, Thai, Devanagari) and a few of four, with some spaces and punctuation."
+    pools = [[chr(c) for c in range(0x4E00, 0x4E00 + 3000, 3)], [chr(c) for c in range(0x3041, 0x3097)],
+             [chr(c) for c in range(0xAC00, 0xAC00 + 2000, 7)], [chr(c) for c in range(0x0E01, 0x0E2F)],
+             [chr(c) for c in range(0x0915, 0x093A)], ["的", "是", "了", "我", "不", "人", "在", "他", "有", "这"], ["😀", "𠀋", "𝐀"]]
+    out = []
+    for _ in range(n):
+        pool = rng.choice(pools)
+        out.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 30))))
+        out.append(rng.choice(["", "", " ", "。", "、", ", ", "\n", "a", " x1"]))
+    return "".join(out)

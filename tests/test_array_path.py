@@ -13,6 +13,7 @@ import regex
 from hypothesis import given, settings, strategies as st
 
 import bpe_nb.array_pretokenize as ap
+from conftest import wide_text
 import bpe_nb.fast_encoding as fe
 from bpe_nb.encoder import Tokenizer
 from bpe_nb.array_pretokenize import ARRAY_RULES, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES
@@ -249,3 +250,60 @@ def test_ascii_path_equals_code_point_path_and_regex(pattern, parts):
     assert s8.tolist() == s32[:-1].tolist()  # the same starts; the uint32 block has one more text, "é"
     s = s8.tolist()
     assert [joined[a:b] for a, b in zip(s, s[1:])] == [p for t in parts for p in rx.findall(t)]
+
+
+
+def test_long_runs_of_wide_characters_equal_tiktoken(real_pair, bulk_always):
+    "Long pre-tokens of CJK, kana, hangul, Thai, Devanagari: cut where no token crosses (`_cut_long`), their parts merged without the shortcut: tiktoken's ids, cold and warm."
+    shared, reference = real_pair
+    ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern)
+    for seed in range(3):
+        text = wide_text(random.Random(seed), 3000)
+        ours._cache.clear(); ours._bulk_local.state = None
+        assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+        assert ours.encode_ordinary(text) == reference.encode_ordinary(text)  # warm: the parts' rows are kept
+        state = ours._bulk_local.state
+        assert ((state.table.k2 & fe._CUT) != 0).any()  # some pre-tokens were cut
+    docs = [wide_text(random.Random(9), rng_n) for rng_n in (1, 5, 40, 200)]
+    assert ours.encode_batch(docs, workers=1) == reference.encode_ordinary_batch(docs)
+
+
+CJK6 = "中文字本日語"
+
+
+def random_bpe_ranks(rng: random.Random, n_merges: int, swaps: int) -> dict:
+    "Ranks as BPE would learn them on random text over six CJK characters, with merges picked at random positions (so tokens start and end inside characters too), then `swaps` ranks exchanged (so some tokens are out of reach)."
+    seq = [bytes([b]) for b in "".join(rng.choice(CJK6) for _ in range(300)).encode()]
+    ranks = {bytes([i]): i for i in range(256)}
+    for _ in range(n_merges):
+        i = rng.randrange(len(seq) - 1)
+        a, b = seq[i], seq[i + 1]
+        ranks.setdefault(a + b, len(ranks))
+        out, j = [], 0
+        while j < len(seq):
+            if j + 1 < len(seq) and seq[j] == a and seq[j + 1] == b: out.append(a + b); j += 2
+            else: out.append(seq[j]); j += 1
+        seq = out
+        if len(seq) < 2: break
+    extra = [t for t in ranks if len(t) > 1]
+    for _ in range(swaps if len(extra) > 1 else 0):
+        x, y = rng.sample(extra, 2); ranks[x], ranks[y] = ranks[y], ranks[x]
+    return ranks
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(5, 300), st.integers(0, 60))
+def test_cuts_on_random_ranks_with_partial_characters_equal_tiktoken(seed, n_merges, swaps):
+    "Random BPE ranks over six CJK characters (tokens that start or end inside a character, several characters, some out of reach): the cut array path gives tiktoken's ids on long runs of them."
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpe_nb.interop import RanksTokenizer
+    rng = random.Random(seed)
+    ranks = random_bpe_ranks(rng, n_merges, swaps)
+    text = " ".join("".join(rng.choice(CJK6) for _ in range(rng.randint(1, 40))) for _ in range(30))
+    reference = tiktoken.Encoding("random-cjk", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    ours = RanksTokenizer(ranks, {}, O200K_PATTERN)
+    saved, fe._ARRAY_MIN = fe._ARRAY_MIN, 0  # (a function-scoped fixture does not mix with @given)
+    try:
+        assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+        assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+    finally: fe._ARRAY_MIN = saved

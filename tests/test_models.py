@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 import bpe_nb
 from bpe_nb import interop
 from bpe_nb.artifacts import ArtifactError
+from conftest import wide_text
 from bpe_nb.pretokenize import LLAMA3_PATTERN, O200K_PATTERN, TEKKEN_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS
 
 llama_models = pytest.importorskip("llama_models")
@@ -237,7 +238,9 @@ def test_the_array_rounds_with_the_merge_tables_equal_the_reference(model, sampl
     "Past its first new pre-tokens, a tokenizer of ranks merges in rounds with `_split_table`'s tables: the same ids, shortcut included."
     name, _, ref = model
     tok = interop.get_encoding(name, FILES[name])  # a fresh one: no tables yet
-    texts = _texts(sample_text)[:3]
+    rng = random.Random(5)  # and hundreds of long pre-tokens that no cut shortens: words of 16 to 40 letters
+    long_words = " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(16, 40))) for _ in range(2000))
+    texts = _texts(sample_text)[:3] + [long_words]
     assert all(tok.encode_ordinary(t) == _ref_ids(name, ref, t) for t in texts)
     assert "_ranks" not in tok.__dict__  # so far one by one
     fresh = interop.get_encoding(name, FILES[name])
@@ -261,3 +264,15 @@ def test_meta_slices_sampled_equal_the_whole_scan(text, size, run):
             for cut in range(m.start() + run, m.end(), run): want.append(chunk[start:cut]); start = cut
         want.append(chunk[start:])
     assert interop._meta_slices(text, size, run) == want
+
+
+def test_long_runs_of_wide_characters_equal_the_reference(model):
+    "Long pre-tokens of CJK, kana, hangul, Thai and Devanagari (cut by chapter 04a where no token crosses): the reference's ids."
+    name, tok, ref = model
+    fresh = type(tok)(tok._rank_of, tok.special_tokens, tok.pattern, tok._offset, slices=tok._slices)  # cold: no cache, no cuts' keys yet
+    for seed in range(2):
+        text = wide_text(random.Random(seed), 2500)
+        want = _ref_ids(name, ref, text)
+        assert fresh.encode_ordinary(text) == want, name
+        assert fresh.encode_ordinary(text) == want, name  # warm
+    assert fresh._crossing is not None  # the long pre-tokens were cut
