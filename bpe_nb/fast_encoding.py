@@ -713,6 +713,12 @@ def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00008
 @patch
+def _cut_keys(self: Tokenizer) -> tuple:
+    "`_crossing_keys` of this tokenizer's tokens (those `_seed_tokens` kept), built once."
+    if self._crossing is None: self._crossing = _crossing_keys(self._wide_tokens)
+    return self._crossing
+
+@patch
 def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses, if all their parts then fit a key: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
@@ -722,8 +728,7 @@ def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.nda
     k = np.repeat(chars[long] + 1 - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
     k = k[(cp[k - 1] >= 0x800) & (cp[k] >= 0x800)]  # characters of three or four bytes: CJK, Thai, Devanagari...
     if len(k):
-        if self._crossing is None: self._crossing = _crossing_keys(self._wide_tokens)
-        k = k[~_crossed(cp[k - 1], cp[k], self._crossing)]
+        k = k[~_crossed(cp[k - 1], cp[k], self._cut_keys())]
     if not len(k): return chars, bounds, None
     at, kb = np.searchsorted(chars, k), _byte_bounds(cp, k)  # a cut goes before pre-token `at`: inside `at - 1`
     own = at - 1

@@ -614,7 +614,9 @@ class RanksTokenizer(Tokenizer):
         self._max_special = max(map(len, self.special_tokens), default=0)
         self._token_ids = None
         self._prepare()
-        if self._bulk_ok: self._seed_tokens(ids)  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
+        if self._bulk_ok:  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
+            self._seed_tokens(ids)
+            self._cut_keys()  # where long CJK pre-tokens may be cut: about 10 ms for o200k, built now, not in a first encode
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
