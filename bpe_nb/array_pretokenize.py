@@ -405,24 +405,40 @@ def _short_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; wh
     k2[nine] |= at[starts[nine] + 8] & _LOW[lens[nine] - 8]
     return k1, k2
 
-def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "The index of the first occurrence of each distinct name `(k1, k2)`, in increasing order, and how often each occurs."
+def _sort_distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The index of the first occurrence of each distinct name `(k1, k2)`, and how often each occurs, by sorting."
     n = len(k1)
-    if not n: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     bits = np.uint64(max(20, n.bit_length()))  # the low bits hold the index
     s = np.sort((k1 * _MIX[0] + k2 * _MIX[1]) >> bits << bits | np.arange(n, dtype=np.uint64))
     idx = (s & (np.uint64(1) << bits) - np.uint64(1)).astype(np.int64)
     s >>= bits
-    new = np.empty(n, bool); new[0] = True; np.not_equal(s[1:], s[:-1], out=new[1:])
+    new = np.empty(n, bool); new[:1] = True; np.not_equal(s[1:], s[:-1], out=new[1:])
     a, b = k1[idx], k2[idx]
     if (((a[1:] != a[:-1]) | (b[1:] != b[:-1])) & ~new[1:]).any():  # two names share a hash: sort by the names
         idx = np.lexsort((k2, k1))  # stable: each group led by its first occurrence
         a, b = k1[idx], k2[idx]
         new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
     g = np.flatnonzero(new)
-    first, count = idx[g], np.diff(np.append(g, n))
-    order = np.argsort(first)
-    return first[order], count[order]
+    return idx[g], np.diff(np.append(g, n))
+
+def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The index of the first occurrence of each distinct name `(k1, k2)`, in increasing order, and how often each occurs."
+    n = len(k1)
+    if not n: return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = min(22, max(10, (2 * n).bit_length()))  # buckets: at least twice as many as names
+    hb = ((k1 * _MIX[0] + k2 * _MIX[1]) >> np.uint64(64 - bits)).astype(np.intp)  # the bucket of each name
+    first = np.full(1 << bits, n, np.int64)
+    np.minimum.at(first, hb, np.arange(n))  # the first name of each bucket
+    f = first[hb]
+    own = (k1[f] == k1) & (k2[f] == k2)  # the names that are their bucket's first name: counted by bucket
+    used = np.flatnonzero(first < n)
+    firsts, counts = first[used], np.bincount(hb[own], minlength=1 << bits)[used]
+    rest = np.flatnonzero(~own)  # the others (a bucket they share with an earlier name): sorted out
+    if len(rest):
+        f2, c2 = _sort_distinct(k1[rest], k2[rest])
+        firsts, counts = np.concatenate([firsts, rest[f2]]), np.concatenate([counts, c2])
+    order = np.argsort(firsts)
+    return firsts[order], counts[order]
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000035
 def array_counts(text: str,  # the texts of a block, joined
