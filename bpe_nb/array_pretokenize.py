@@ -427,12 +427,12 @@ def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not n: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     bits = min(22, max(10, (2 * n).bit_length()))  # buckets: at least twice as many as names
     hb = ((k1 * _MIX[0] + k2 * _MIX[1]) >> np.uint64(64 - bits)).astype(np.intp)  # the bucket of each name
-    first = np.full(1 << bits, n, np.int64)
-    np.minimum.at(first, hb, np.arange(n))  # the first name of each bucket
+    first = np.full(1 << bits, n, np.int32 if n < 1 << 31 else np.int64)
+    np.minimum.at(first, hb, np.arange(n, dtype=first.dtype))  # the first name of each bucket
     f = first[hb]
     own = (k1[f] == k1) & (k2[f] == k2)  # the names that are their bucket's first name: counted by bucket
-    used = np.flatnonzero(first < n)
-    firsts, counts = first[used], np.bincount(hb[own], minlength=1 << bits)[used]
+    firsts = first[first < n].astype(np.int64)
+    counts = np.bincount(f[own], minlength=n)[firsts]
     rest = np.flatnonzero(~own)  # the others (a bucket they share with an earlier name): sorted out
     if len(rest):
         f2, c2 = _sort_distinct(k1[rest], k2[rest])
