@@ -4,6 +4,7 @@
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000005
 from __future__ import annotations
+import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import NamedTuple
@@ -57,7 +58,7 @@ def gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
 LL, LU, LO, MARK, DIGIT, PUNCT, SPACE, WS, NL = range(9)  # the classes of a character (PUNCT: anything else)
 _CLASS_RX = [(LL, r"\p{Ll}"), (LU, r"[\p{Lu}\p{Lt}]"), (LO, r"[\p{Lm}\p{Lo}]"), (MARK, r"\p{M}"), (DIGIT, r"\p{N}"),
              (WS, r"\s"), (SPACE, " "), (NL, r"[\r\n]")]  # later rules win
-_CLASSES = None  # code point -> class, 255 until first seen (made on first use)
+_CLASSES = None  # code point -> its class + 1, 0 until first seen (made on first use, all zeros: no page is touched before it is read)
 
 def _classify(cps: np.ndarray) -> np.ndarray:
     "The class of each code point of `cps`, as `regex` sees it."
@@ -70,16 +71,18 @@ def _distinct_sorted(x: np.ndarray) -> np.ndarray:
     x = np.sort(x)
     return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
-def char_classes(cp: np.ndarray  # code points (uint32, or uint8 for ASCII)
+def char_classes(cp: np.ndarray  # code points (any unsigned integer type)
                  ) -> np.ndarray:
     "The class of each code point in `cp`; the table is filled in for the code points seen for the first time."
     global _CLASSES
-    if _CLASSES is None: _CLASSES = np.full(0x110000, 255, np.uint8); _CLASSES[:128] = _classify(np.arange(128))
+    if _CLASSES is None: _CLASSES = np.zeros(0x110000, np.uint8); _CLASSES[:128] = _classify(np.arange(128)) + 1
     f = np.take(_CLASSES, cp)  # `take` gathers about twice as fast as `_CLASSES[cp]`
-    if len(f) and f.max() == 255:
-        new = _distinct_sorted(cp[f == 255])
-        _CLASSES[new] = _classify(new)
-        f = np.take(_CLASSES, cp)
+    if len(f) and f.min() == 0:
+        at, flat = np.flatnonzero(f == 0), np.ravel(cp)
+        new = _distinct_sorted(flat[at])
+        _CLASSES[new] = _classify(new) + 1
+        f.reshape(-1)[at] = _CLASSES[flat[at]]
+    f -= 1
     return f
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00005
@@ -324,13 +327,25 @@ def _by_regex(text: str, cp: np.ndarray, f: np.ndarray | None,  # the text, its 
         start[a:b] = False
         start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
 
+_WIDTHS = (("latin-1", np.uint8), ("utf-16-le", np.uint16), ("utf-32-le", np.uint32))
+
+def _code_points(text: str) -> np.ndarray:
+    "The code points of `text`, one per character, as the narrowest of uint8, uint16 and uint32 that holds them."
+    if text.isascii(): return np.frombuffer(text.encode("ascii"), np.uint8)  # O(1) check: CPython knows
+    per = (sys.getsizeof(text) - 80) / max(len(text), 1)  # about the bytes per character CPython stores: 1, 2 or 4
+    for enc, dtype in _WIDTHS[(per > 1.25) + (per > 2.5):]:  # that width first; a wrong guess only costs time
+        try: b = text.encode(enc)
+        except UnicodeEncodeError:
+            if enc != "latin-1": raise  # a lone surrogate: not text (as `str.encode` says)
+            continue  # a character above U+00FF
+        if len(b) == len(text) * dtype().itemsize: return np.frombuffer(b, dtype)  # (UTF-16: no surrogate pairs)
+
 def array_bounds(text: str,  # the texts of a block, joined
                  edge: np.ndarray,  # bool, one longer than `text`: True where a text starts, and at the end
                  rules: ArrayRules, find: Callable[[str], list[str]]  # the pattern: its rules, its findall
                 ) -> tuple[np.ndarray, np.ndarray]:
-    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text` (uint8 if ASCII)."
-    ascii = text.isascii()  # O(1): one byte per code point, a quarter of the memory traffic of uint32
-    cp = np.frombuffer(text.encode("ascii" if ascii else "utf-32-le"), np.uint8 if ascii else np.uint32)
+    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text` (`_code_points`)."
+    cp = _code_points(text)
     n, f = len(cp), char_classes(cp)
     start, h = _array_starts(cp, f, edge, rules)
     if len(h): _by_regex(text, cp, f, start, edge, h, find)
@@ -349,7 +364,7 @@ def pretoken_starts(text: str,  # the texts of a block, joined
     if pattern in ARRAY_RULES: return array_bounds(text, edge, ARRAY_RULES[pattern], find)
     if pattern != GPT2_PATTERN: raise ValueError(f"the array pre-tokenizer does not know the pattern {pattern!r}")
     if text.isascii(): return gpt2_starts(np.frombuffer(text.encode("ascii"), np.uint8), edge), None
-    cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    cp = _code_points(text)
     wide = np.flatnonzero(cp > 127)
     b = cp.astype(np.uint8); b[wide] = 127  # outside ASCII read as DEL,
     start = np.zeros(len(cp) + 1, bool)
