@@ -389,7 +389,7 @@ _TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the by
 def _tiny(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths (1 or 2)
          ) -> np.ndarray:
     "Each pre-token of one or two bytes as one number below `_TINY`."
-    x = b[starts].astype(np.int64)
+    x = np.take(b, starts).astype(np.int64)  # (`np.take` gathers faster than `b[starts]`)
     two = np.flatnonzero(lens == 2)
     x[two] = 256 + (x[two] << 8 | b[starts[two] + 1])
     return x
@@ -414,7 +414,7 @@ def _short_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; wh
     "Each pre-token of at most 15 bytes as two uint64: its first 8 bytes, then its next 7 and its length."
     pad = np.concatenate([b, np.zeros(16, np.uint8)])
     at = np.ndarray((len(b) + 8,), "<u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one number (a stride of 1 byte)
-    k1 = at[starts] & _LOW[np.minimum(lens, 8)]
+    k1 = at[starts] & np.take(_LOW, np.minimum(lens, 8))  # (`np.take` would copy `at` whole first)
     k2 = lens.astype(np.uint64) << np.uint64(56)
     nine = np.flatnonzero(lens > 8)  # only these have a second part
     k2[nine] |= at[starts[nine] + 8] & _LOW[lens[nine] - 8]
@@ -444,8 +444,8 @@ def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hb = ((k1 * _MIX[0] + k2 * _MIX[1]) >> np.uint64(64 - bits)).astype(np.intp)  # the bucket of each name
     first = np.full(1 << bits, n, np.int32 if n < 1 << 31 else np.int64)
     np.minimum.at(first, hb, np.arange(n, dtype=first.dtype))  # the first name of each bucket
-    f = first[hb]
-    own = (k1[f] == k1) & (k2[f] == k2)  # the names that are their bucket's first name: counted by bucket
+    f = np.take(first, hb)
+    own = (np.take(k1, f) == k1) & (np.take(k2, f) == k2)  # the names that are their bucket's first name: counted by bucket
     firsts = first[first < n].astype(np.int64)
     counts = np.bincount(f[own], minlength=n)[firsts]
     rest = np.flatnonzero(~own)  # the others (a bucket they share with an earlier name): sorted out
@@ -467,8 +467,8 @@ def array_counts(text: str,  # the texts of a block, joined
     bounds = chars if len(raw) == len(text) else byte_bounds(cp, chars)
     starts, lens, b = bounds[:-1], np.diff(bounds), np.frombuffer(raw, np.uint8)
     tiny, short = np.flatnonzero(lens <= 2), np.flatnonzero((lens > 2) & (lens <= _KEY_BYTES))
-    f1, c1 = _first_counts(_tiny(b, starts[tiny], lens[tiny]), _TINY)
-    f2, c2 = _distinct(*_short_keys(b, starts[short], lens[short]))
+    f1, c1 = _first_counts(_tiny(b, np.take(starts, tiny), np.take(lens, tiny)), _TINY)
+    f2, c2 = _distinct(*_short_keys(b, np.take(starts, short), np.take(lens, short)))
     first, count = [tiny[f1], short[f2]], [c1, c2]  # as indices among all the pre-tokens
     long = np.flatnonzero(lens > _KEY_BYTES)
     if len(long):  # by their bytes: a dict from the end keeps each one's first index
@@ -479,4 +479,4 @@ def array_counts(text: str,  # the texts of a block, joined
     first, count = np.concatenate(first), np.concatenate(count)
     order = np.argsort(first)
     first = first[order]
-    return [raw[i:j] for i, j in zip(starts[first].tolist(), bounds[first + 1].tolist())], count[order].tolist()
+    return [raw[i:j] for i, j in zip(np.take(starts, first).tolist(), np.take(bounds, first + 1).tolist())], count[order].tolist()
