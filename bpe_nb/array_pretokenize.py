@@ -4,6 +4,7 @@
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000005
 from __future__ import annotations
+import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import NamedTuple
@@ -57,7 +58,7 @@ def gpt2_starts(b: np.ndarray,  # pure-ASCII text as bytes (uint8)
 LL, LU, LO, MARK, DIGIT, PUNCT, SPACE, WS, NL = range(9)  # the classes of a character (PUNCT: anything else)
 _CLASS_RX = [(LL, r"\p{Ll}"), (LU, r"[\p{Lu}\p{Lt}]"), (LO, r"[\p{Lm}\p{Lo}]"), (MARK, r"\p{M}"), (DIGIT, r"\p{N}"),
              (WS, r"\s"), (SPACE, " "), (NL, r"[\r\n]")]  # later rules win
-_CLASSES = None  # code point -> class, 255 until first seen (made on first use)
+_CLASSES = None  # code point -> its class + 1, 0 until first seen (made on first use, all zeros: no page is touched before it is read)
 
 def _classify(cps: np.ndarray) -> np.ndarray:
     "The class of each code point of `cps`, as `regex` sees it."
@@ -70,16 +71,18 @@ def _distinct_sorted(x: np.ndarray) -> np.ndarray:
     x = np.sort(x)
     return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
-def char_classes(cp: np.ndarray  # code points (uint32, or uint8 for ASCII)
+def char_classes(cp: np.ndarray  # code points (any unsigned integer type)
                  ) -> np.ndarray:
     "The class of each code point in `cp`; the table is filled in for the code points seen for the first time."
     global _CLASSES
-    if _CLASSES is None: _CLASSES = np.full(0x110000, 255, np.uint8); _CLASSES[:128] = _classify(np.arange(128))
+    if _CLASSES is None: _CLASSES = np.zeros(0x110000, np.uint8); _CLASSES[:128] = _classify(np.arange(128)) + 1
     f = np.take(_CLASSES, cp)  # `take` gathers about twice as fast as `_CLASSES[cp]`
-    if len(f) and f.max() == 255:
-        new = _distinct_sorted(cp[f == 255])
-        _CLASSES[new] = _classify(new)
-        f = np.take(_CLASSES, cp)
+    if len(f) and f.min() == 0:
+        at, flat = np.flatnonzero(f == 0), np.ravel(cp)
+        new = _distinct_sorted(flat[at])
+        _CLASSES[new] = _classify(new) + 1
+        f.reshape(-1)[at] = _CLASSES[flat[at]]
+    f -= 1
     return f
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00005
@@ -324,13 +327,25 @@ def _by_regex(text: str, cp: np.ndarray, f: np.ndarray | None,  # the text, its 
         start[a:b] = False
         start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
 
+_WIDTHS = (("latin-1", np.uint8), ("utf-16-le", np.uint16), ("utf-32-le", np.uint32))
+
+def _code_points(text: str) -> np.ndarray:
+    "The code points of `text`, one per character, as the narrowest of uint8, uint16 and uint32 that holds them."
+    if text.isascii(): return np.frombuffer(text.encode("ascii"), np.uint8)  # O(1) check: CPython knows
+    per = (sys.getsizeof(text) - 80) / max(len(text), 1)  # about the bytes per character CPython stores: 1, 2 or 4
+    for enc, dtype in _WIDTHS[(per > 1.25) + (per > 2.5):]:  # that width first; a wrong guess only costs time
+        try: b = text.encode(enc)
+        except UnicodeEncodeError:
+            if enc != "latin-1": raise  # a lone surrogate: not text (as `str.encode` says)
+            continue  # a character above U+00FF
+        if len(b) == len(text) * dtype().itemsize: return np.frombuffer(b, dtype)  # (UTF-16: no surrogate pairs)
+
 def array_bounds(text: str,  # the texts of a block, joined
                  edge: np.ndarray,  # bool, one longer than `text`: True where a text starts, and at the end
                  rules: ArrayRules, find: Callable[[str], list[str]]  # the pattern: its rules, its findall
                 ) -> tuple[np.ndarray, np.ndarray]:
-    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text` (uint8 if ASCII)."
-    ascii = text.isascii()  # O(1): one byte per code point, a quarter of the memory traffic of uint32
-    cp = np.frombuffer(text.encode("ascii" if ascii else "utf-32-le"), np.uint8 if ascii else np.uint32)
+    "Where the pre-tokens of each text start (in characters), then `len(text)`; and the code points of `text` (`_code_points`)."
+    cp = _code_points(text)
     n, f = len(cp), char_classes(cp)
     start, h = _array_starts(cp, f, edge, rules)
     if len(h): _by_regex(text, cp, f, start, edge, h, find)
@@ -349,7 +364,7 @@ def pretoken_starts(text: str,  # the texts of a block, joined
     if pattern in ARRAY_RULES: return array_bounds(text, edge, ARRAY_RULES[pattern], find)
     if pattern != GPT2_PATTERN: raise ValueError(f"the array pre-tokenizer does not know the pattern {pattern!r}")
     if text.isascii(): return gpt2_starts(np.frombuffer(text.encode("ascii"), np.uint8), edge), None
-    cp = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    cp = _code_points(text)
     wide = np.flatnonzero(cp > 127)
     b = cp.astype(np.uint8); b[wide] = 127  # outside ASCII read as DEL,
     start = np.zeros(len(cp) + 1, bool)
@@ -374,7 +389,7 @@ _TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the by
 def _tiny(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths (1 or 2)
          ) -> np.ndarray:
     "Each pre-token of one or two bytes as one number below `_TINY`."
-    x = b[starts].astype(np.int64)
+    x = np.take(b, starts).astype(np.int64)  # (`np.take` gathers faster than `b[starts]`)
     two = np.flatnonzero(lens == 2)
     x[two] = 256 + (x[two] << 8 | b[starts[two] + 1])
     return x
@@ -399,30 +414,46 @@ def _short_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; wh
     "Each pre-token of at most 15 bytes as two uint64: its first 8 bytes, then its next 7 and its length."
     pad = np.concatenate([b, np.zeros(16, np.uint8)])
     at = np.ndarray((len(b) + 8,), "<u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one number (a stride of 1 byte)
-    k1 = at[starts] & _LOW[np.minimum(lens, 8)]
+    k1 = at[starts] & np.take(_LOW, np.minimum(lens, 8))  # (`np.take` would copy `at` whole first)
     k2 = lens.astype(np.uint64) << np.uint64(56)
     nine = np.flatnonzero(lens > 8)  # only these have a second part
     k2[nine] |= at[starts[nine] + 8] & _LOW[lens[nine] - 8]
     return k1, k2
 
-def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "The index of the first occurrence of each distinct name `(k1, k2)`, in increasing order, and how often each occurs."
+def _sort_distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The index of the first occurrence of each distinct name `(k1, k2)`, and how often each occurs, by sorting."
     n = len(k1)
-    if not n: return np.zeros(0, np.int64), np.zeros(0, np.int64)
     bits = np.uint64(max(20, n.bit_length()))  # the low bits hold the index
     s = np.sort((k1 * _MIX[0] + k2 * _MIX[1]) >> bits << bits | np.arange(n, dtype=np.uint64))
     idx = (s & (np.uint64(1) << bits) - np.uint64(1)).astype(np.int64)
     s >>= bits
-    new = np.empty(n, bool); new[0] = True; np.not_equal(s[1:], s[:-1], out=new[1:])
+    new = np.empty(n, bool); new[:1] = True; np.not_equal(s[1:], s[:-1], out=new[1:])
     a, b = k1[idx], k2[idx]
     if (((a[1:] != a[:-1]) | (b[1:] != b[:-1])) & ~new[1:]).any():  # two names share a hash: sort by the names
         idx = np.lexsort((k2, k1))  # stable: each group led by its first occurrence
         a, b = k1[idx], k2[idx]
         new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
     g = np.flatnonzero(new)
-    first, count = idx[g], np.diff(np.append(g, n))
-    order = np.argsort(first)
-    return first[order], count[order]
+    return idx[g], np.diff(np.append(g, n))
+
+def _distinct(k1: np.ndarray, k2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "The index of the first occurrence of each distinct name `(k1, k2)`, in increasing order, and how often each occurs."
+    n = len(k1)
+    if not n: return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = min(22, max(10, (2 * n).bit_length()))  # buckets: at least twice as many as names
+    hb = ((k1 * _MIX[0] + k2 * _MIX[1]) >> np.uint64(64 - bits)).astype(np.intp)  # the bucket of each name
+    first = np.full(1 << bits, n, np.int32 if n < 1 << 31 else np.int64)
+    np.minimum.at(first, hb, np.arange(n, dtype=first.dtype))  # the first name of each bucket
+    f = np.take(first, hb)
+    own = (np.take(k1, f) == k1) & (np.take(k2, f) == k2)  # the names that are their bucket's first name: counted by bucket
+    firsts = first[first < n].astype(np.int64)
+    counts = np.bincount(f[own], minlength=n)[firsts]
+    rest = np.flatnonzero(~own)  # the others (a bucket they share with an earlier name): sorted out
+    if len(rest):
+        f2, c2 = _sort_distinct(k1[rest], k2[rest])
+        firsts, counts = np.concatenate([firsts, rest[f2]]), np.concatenate([counts, c2])
+    order = np.argsort(firsts)
+    return firsts[order], counts[order]
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000035
 def array_counts(text: str,  # the texts of a block, joined
@@ -436,8 +467,8 @@ def array_counts(text: str,  # the texts of a block, joined
     bounds = chars if len(raw) == len(text) else byte_bounds(cp, chars)
     starts, lens, b = bounds[:-1], np.diff(bounds), np.frombuffer(raw, np.uint8)
     tiny, short = np.flatnonzero(lens <= 2), np.flatnonzero((lens > 2) & (lens <= _KEY_BYTES))
-    f1, c1 = _first_counts(_tiny(b, starts[tiny], lens[tiny]), _TINY)
-    f2, c2 = _distinct(*_short_keys(b, starts[short], lens[short]))
+    f1, c1 = _first_counts(_tiny(b, np.take(starts, tiny), np.take(lens, tiny)), _TINY)
+    f2, c2 = _distinct(*_short_keys(b, np.take(starts, short), np.take(lens, short)))
     first, count = [tiny[f1], short[f2]], [c1, c2]  # as indices among all the pre-tokens
     long = np.flatnonzero(lens > _KEY_BYTES)
     if len(long):  # by their bytes: a dict from the end keeps each one's first index
@@ -448,4 +479,4 @@ def array_counts(text: str,  # the texts of a block, joined
     first, count = np.concatenate(first), np.concatenate(count)
     order = np.argsort(first)
     first = first[order]
-    return [raw[i:j] for i, j in zip(starts[first].tolist(), bounds[first + 1].tolist())], count[order].tolist()
+    return [raw[i:j] for i, j in zip(np.take(starts, first).tolist(), np.take(bounds, first + 1).tolist())], count[order].tolist()

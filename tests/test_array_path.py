@@ -227,28 +227,34 @@ def test_merge_recovery_in_bulk_equals_the_walk(pairs, swaps):
     assert outcome(tok) == outcome(None)
 
 
-# ASCII with the characters the rules single out made frequent, including long runs of whitespace
-ASCII = st.one_of(st.sampled_from(list("aAsStTlLvVrReEdDmM'  \t\n\r/!.,0123456789") + ["    ", "\n\n", " \t\n "]),
-                  st.characters(max_codepoint=127))
-ascii_texts = st.lists(st.lists(ASCII, min_size=1, max_size=30).map("".join), min_size=1, max_size=4)
+
+# the characters the rules single out made frequent, long runs of whitespace, and each width's own characters
+SINGLED = list("aAsStTlLvVrReEdDmM'  \t\n\r/!.,0123456789") + ["    ", "\n\n", " \t\n "]
+WIDTHS = {"ascii": st.characters(max_codepoint=0x7F),  # read as uint8
+          "latin1": st.one_of(st.sampled_from(["é", "ß", "\x85", "\xa0", "ÿ", "²"]), st.characters(max_codepoint=0xFF)),  # uint8
+          "bmp": st.one_of(st.sampled_from(["ſ", "中", "\u0301", "\u3000", "“", "ǅ"]),  # uint16
+                           st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",)))}
 
 
+@pytest.mark.parametrize("width", list(WIDTHS))
 @pytest.mark.parametrize("pattern", sorted(ap.ARRAY_PATTERNS), ids=lambda p: f"pattern{sorted(ap.ARRAY_PATTERNS).index(p)}")
-@settings(max_examples=300)
-@given(parts=ascii_texts)
-def test_ascii_path_equals_code_point_path_and_regex(pattern, parts):
-    """A pure-ASCII block is read as uint8; the same texts in a block that is not pure ASCII (one more text, `é`,
-    behind an edge) are read as uint32 code points. Both give the regex's pre-tokens."""
+@settings(max_examples=120)
+@given(data=st.data())
+def test_narrow_code_points_equal_uint32_and_regex(pattern, width, data):
+    """A block whose characters fit in uint8 (ASCII, Latin-1) or uint16 (the BMP) is read at that width; the same
+    texts in a block with one more text, "🙂", behind an edge are read as uint32. Both give the regex's pre-tokens."""
+    piece = st.one_of(st.sampled_from(SINGLED), WIDTHS[width])
+    parts = data.draw(st.lists(st.lists(piece, min_size=1, max_size=30).map("".join), min_size=1, max_size=4))
     rx, joined = compile_pattern(pattern), "".join(parts)
     def starts(block_parts):
         block = "".join(block_parts)
         edge = np.zeros(len(block) + 1, bool); edge[np.cumsum([0, *map(len, block_parts)])] = True
         return ap.pretoken_starts(block, edge, pattern)
-    s8, cp8 = starts(parts)
-    s32, cp32 = starts([*parts, "é"])
-    assert joined.isascii() and cp32.dtype == np.uint32 and (cp8 is None or cp8.dtype == np.uint8)
-    assert s8.tolist() == s32[:-1].tolist()  # the same starts; the uint32 block has one more text, "é"
-    s = s8.tolist()
+    narrow, cp = starts(parts)
+    wide, cp32 = starts([*parts, "🙂"])
+    assert cp32.dtype == np.uint32 and (cp is None or cp.dtype.itemsize <= 2 and cp.tolist() == list(map(ord, joined)))
+    assert narrow.tolist() == wide[:-1].tolist()  # the same starts; the uint32 block has one more text
+    s = narrow.tolist()
     assert [joined[a:b] for a, b in zip(s, s[1:])] == [p for t in parts for p in rx.findall(t)]
 
 
