@@ -487,13 +487,19 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
     row = table.get(k1, k2)
     out = list(zip(np.where(row >= 0, vals[row], -1).tolist()))  # (id,) for a token
     other = np.flatnonzero(row < 0)
-    if (cut := (k2[other] & _CUT) != 0).any():  # parts: no key of a token matches them, and no cache entry (it has the shortcut)
-        c = other[cut]; at, size = starts[new[c]], lens[new[c]]
-        data = np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[:, None] + np.arange(int(size.max()))]
-        for i, t in zip(c.tolist(), self._merge_concat(data, size, whole=False)): out[i] = t
-        other = other[~cut]
-    if len(other):
+    cut = (k2[other] & _CUT) != 0  # parts of cut pre-tokens: not in the cache (its entries have the shortcut)
+    if not cut.any():
         for i, t in zip(other.tolist(), self._new_rows(raw, starts[new[other]], lens[new[other]], b)): out[i] = t
+        return out
+    at, size = starts[new[other]], lens[new[other]]
+    pieces = [None if c else raw[i:j].decode() for c, i, j in zip(cut.tolist(), at.tolist(), (at + size).tolist())]
+    got = [None if p is None else self._cache.get(p) for p in pieces]
+    todo = np.array([k for k, g in enumerate(got) if g is None], np.int64)  # all merged in one call, parts without the shortcut
+    data = np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[todo][:, None] + np.arange(int(size[todo].max()))]
+    for k, t in zip(todo.tolist(), self._merge_concat(data, size[todo], whole=~cut[todo])):
+        got[k] = t
+        if pieces[k] is not None: self._cache[pieces[k]] = t
+    for i, t in zip(other.tolist(), got): out[i] = t
     return out
 
 
@@ -503,7 +509,7 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
                   lens: np.ndarray,  # the length of each, from 1 to width
                   limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
                   trace: list | None = None,  # if given, each round appends `(rows, merged ids, left ids, right ids)`
-                  whole: bool = True  # tiktoken's shortcut: a pre-token that is a token is that token (False: merge it all the same)
+                  whole: bool | np.ndarray = True  # tiktoken's shortcut: a pre-token that is a token is that token (False, per row or for all: merge it all the same)
                  ) -> list[tuple[int, ...]]:
     "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
     table, vals, pair, byte_ids = self._token_keys
@@ -520,7 +526,8 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         return np.where(found < lim, found, none)
     out, base = [None] * rows_n, np.arange(rows_n, dtype=np.int64) * (width + 16)
     lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
-    known = look(base, np.zeros(rows_n, np.int64), lens, lim) if whole else np.full(rows_n, none, np.int64)
+    known = look(base, np.zeros(rows_n, np.int64), lens, lim)
+    known[~np.broadcast_to(whole, rows_n)] = none  # a part of a pre-token: no shortcut
     for i, t in zip(np.flatnonzero(known < none).tolist(), known[known < none].tolist()): out[i] = (t,)
     rows = np.flatnonzero(known == none)
     if not len(rows): return out
