@@ -136,6 +136,11 @@ def _encode_piece(self: Tokenizer, piece: str) -> tuple[int, ...]:
     return tuple(merge_scan(ids, self._ranks, self.merged, self._shift, rs))
 
 @patch
+def _merge_bytes(self: Tokenizer, data: bytes) -> tuple[int, ...]:
+    "The ids of `data` merged, outside the cache: a part of a pre-token (chapter 05a's tokenizers of ranks skip their shortcut here)."
+    return self._encode_piece(data.decode("utf-8"))
+
+@patch
 def _trim_cache(self: Tokenizer):
     "Drop the oldest cache entries beyond `cache_size` (a quarter more, so trims are rare), and this thread's bulk state (below) if it holds more."
     extra = len(self._cache) - self._cache_size
@@ -629,10 +634,14 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     if len(added): bulk.rows.add(self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
     long = np.flatnonzero(lens > _KEY_BYTES)
-    if len(long):  # looked up as `str`, in the cache
+    if len(long):  # looked up as `str`, in the cache; long parts of cut pre-tokens merged on their own, without the shortcut
         pieces = [raw[i:j].decode() for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())]
+        if part is not None: pieces = [(p,) if c else p for p, c in zip(pieces, part[long].tolist())]  # a part: a tuple
         distinct = list(dict.fromkeys(pieces))
-        row_of = dict(zip(distinct, bulk.rows.add(self._merge_all(distinct)).tolist()))
+        plain = [p for p in distinct if type(p) is str]
+        seqs = dict(zip(plain, self._merge_all(plain)))
+        seqs.update((p, self._merge_bytes(p[0].encode())) for p in distinct if type(p) is tuple)
+        row_of = dict(zip(distinct, bulk.rows.add([seqs[p] for p in distinct]).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
     if counts is not None:  # the text of each pre-token, and the ids of its row
         of = np.searchsorted(np.cumsum([0, *map(len, texts)]), chars[:-1], "right") - 1
@@ -728,7 +737,7 @@ def _cut_keys(self: Tokenizer) -> tuple:
 @patch
 def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses, if all their parts then fit a key: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
+    "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
     long = np.flatnonzero(np.diff(bounds) > _KEY_BYTES)
     if not len(long): return chars, bounds, None
     size = chars[long + 1] - chars[long] - 1  # the boundaries inside each
@@ -737,16 +746,9 @@ def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.nda
     if len(k):
         k = k[~_crossed(cp[k - 1], cp[k], self._cut_keys())]
     if not len(k): return chars, bounds, None
-    at, kb = np.searchsorted(chars, k), _byte_bounds(cp, k)  # a cut goes before pre-token `at`: inside `at - 1`
-    own = at - 1
-    first, last = np.r_[True, own[1:] != own[:-1]], np.r_[own[1:] != own[:-1], True]
-    before = kb - np.where(first, bounds[own], np.r_[0, kb[:-1]])  # the part that ends at each cut, and the last one
-    bad = np.zeros(len(chars), bool); bad[own[(before > _KEY_BYTES) | last & (bounds[own + 1] - kb > _KEY_BYTES)]] = True
-    if bad.any():  # a part would still be too long: that pre-token stays whole
-        keep = ~bad[own]; k, kb, at, own = k[keep], kb[keep], at[keep], own[keep]
-        if not len(k): return chars, bounds, None
-    cut = np.zeros(len(chars), bool); cut[own] = True
-    return np.insert(chars, at, k), np.insert(bounds, at, kb), np.insert(cut, at, True)[:-1]
+    at = np.searchsorted(chars, k)  # a cut goes before pre-token `at`: inside `at - 1`
+    cut = np.zeros(len(chars), bool); cut[at - 1] = True
+    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1]
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496

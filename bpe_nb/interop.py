@@ -624,8 +624,12 @@ class RanksTokenizer(Tokenizer):
 
     def _encode_bytes(self, data: bytes) -> tuple[int, ...]:
         "`_encode_piece` of a pre-token's UTF-8 bytes."
+        if (i := self._ids.get(data)) is not None: return (i,)
+        return self._merge_bytes(data)
+
+    def _merge_bytes(self, data: bytes) -> tuple[int, ...]:
+        "tiktoken's merging of `data`'s bytes, without the shortcut (a part of a pre-token, chapter 04a)."
         ids = self._ids  # ids grow with ranks: they serve as ranks
-        if (i := ids.get(data)) is not None: return (i,)
         return tuple(map(ids.__getitem__, (_split_scan if len(data) <= _SPLIT_SCAN_MAX else _split_heap)(data, _NO_RANK, ids, None)))
 
     def _trace(self, data: bytes):

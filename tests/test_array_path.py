@@ -313,3 +313,18 @@ def test_cuts_on_random_ranks_with_partial_characters_equal_tiktoken(seed, n_mer
         assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
         assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
     finally: fe._ARRAY_MIN = saved
+
+
+@pytest.mark.parametrize("run", ["中文字本日語", "中文字"])
+def test_a_part_that_is_an_unreachable_token_is_merged(bulk_always, run):
+    "A token no merging reaches (`run`, its pairs not tokens) is a part of a longer pre-token, cut where no token crosses: merged, not taken whole, as tiktoken does (a long part and a short one)."
+    tiktoken = pytest.importorskip("tiktoken")
+    from bpe_nb.interop import RanksTokenizer
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks[run.encode()] = 256
+    text = (run + "木") * 3 + " " + run + "木"  # pre-tokens `run` + 木, cut before 木: no token crosses there
+    reference = tiktoken.Encoding("unreachable", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    ours = RanksTokenizer(ranks, {}, O200K_PATTERN)
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert 256 not in reference.encode_ordinary(text)
+    assert ours.encode_ordinary(run) == [256] == reference.encode_ordinary(run)  # whole, it is the token
