@@ -716,14 +716,17 @@ def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of 
             ) -> np.ndarray:
     "Whether a token may hold bytes on both sides of each boundary: True unless none of its keys is among `keys`."
     pairs, tails, heads = keys
-    (u1, n1), (u2, n2) = _utf8(c1), _utf8(c2)
     c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
     hit = _member(pairs, c1 << 21 | c2)
+    rest = np.flatnonzero(~hit)  # the others: tokens that start or end inside a character
+    c1, (u1, n1), (u2, n2) = c1[rest], _utf8(c1[rest]), _utf8(c2[rest])
+    part = np.zeros(len(rest), bool)
     for k in (1, 2, 3):  # the last k bytes of c1 then c2's first byte; c1 then the first k bytes of c2
         m = k < n1
-        hit[m] |= _member(tails, k << 40 | (u1[m] & (1 << 8 * k) - 1) << 8 | u2[m] >> 8 * (n2[m] - 1))
+        part[m] |= _member(tails, k << 40 | (u1[m] & (1 << 8 * k) - 1) << 8 | u2[m] >> 8 * (n2[m] - 1))
         m = k < n2
-        hit[m] |= _member(heads, c1[m] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
+        part[m] |= _member(heads, c1[m] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
+    hit[rest] = part
     return hit
 
 
