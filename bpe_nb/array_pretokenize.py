@@ -150,14 +150,18 @@ def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _run_end(m: np.ndarray, first: np.ndarray, p: np.ndarray) -> np.ndarray:
     "Where the run of True in `m` that each position `p` is in ends: the next position not in `m`, a text's start, or `len(m)`."
-    n, end, w, todo = len(m), p + 1, 8, np.arange(len(p))
+    n, end, w = len(m), p + 1, 2
+    e = np.minimum(end, n - 1)
+    todo = np.flatnonzero((end < n) & m[e] & ~first[e])  # most runs end at once: one look at the next position
+    end[todo] += 1
     while len(todo):  # look at the next w positions of each, w doubling: the work stays in proportion to the runs
         x = np.minimum(end[todo, None] + np.arange(w), n)
         xc = np.minimum(x, n - 1)
         stop = (x == n) | ~m[xc] | first[xc]
-        hit = stop.any(1)
-        end[todo[hit]] = x[hit, stop[hit].argmax(1)]
-        todo = todo[~hit]; end[todo] += w; w *= 2
+        k = stop.argmax(1)  # the first stop in the window (0 if none)
+        hit = np.take_along_axis(stop, k[:, None], 1)[:, 0]
+        end[todo] += np.where(hit, k, w)
+        todo = todo[~hit]; w *= 2
     return end
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00014
@@ -184,8 +188,9 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         tk = _spans(q, q + k)  # their characters: a group of their own, 4
         grp[tk] = 4
     a, b = _runs(nlp, first)  # newlines right after punctuation go with it: `[\r\n]*`
-    a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
-    a, b = a[_GROUP[f[a - 1]] == 2], b[_GROUP[f[a - 1]] == 2]
+    keep = a > 0; keep[keep] = ~first[a[keep]]
+    keep[keep] = _GROUP[f[a[keep] - 1]] == 2
+    a, b = a[keep], b[keep]
     grp[_spans(a, b)] = 2
     start = np.zeros(n + 1, bool)
     np.not_equal(grp[1:], grp[:-1], out=start[1:n])  # a change of group
