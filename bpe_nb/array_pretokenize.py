@@ -150,14 +150,18 @@ def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _run_end(m: np.ndarray, first: np.ndarray, p: np.ndarray) -> np.ndarray:
     "Where the run of True in `m` that each position `p` is in ends: the next position not in `m`, a text's start, or `len(m)`."
-    n, end, w, todo = len(m), p + 1, 8, np.arange(len(p))
+    n, end, w = len(m), p + 1, 2
+    e = np.minimum(end, n - 1)
+    todo = np.flatnonzero((end < n) & m[e] & ~first[e])  # most runs end at once: one look at the next position
+    end[todo] += 1
     while len(todo):  # look at the next w positions of each, w doubling: the work stays in proportion to the runs
         x = np.minimum(end[todo, None] + np.arange(w), n)
         xc = np.minimum(x, n - 1)
         stop = (x == n) | ~m[xc] | first[xc]
-        hit = stop.any(1)
-        end[todo[hit]] = x[hit, stop[hit].argmax(1)]
-        todo = todo[~hit]; end[todo] += w; w *= 2
+        k = stop.argmax(1)  # the first stop in the window (0 if none)
+        hit = np.take_along_axis(stop, k[:, None], 1)[:, 0]
+        end[todo] += np.where(hit, k, w)
+        todo = todo[~hit]; w *= 2
     return end
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00014
@@ -184,8 +188,9 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         tk = _spans(q, q + k)  # their characters: a group of their own, 4
         grp[tk] = 4
     a, b = _runs(nlp, first)  # newlines right after punctuation go with it: `[\r\n]*`
-    a, b = a[(a > 0) & ~first[a]], b[(a > 0) & ~first[a]]
-    a, b = a[_GROUP[f[a - 1]] == 2], b[_GROUP[f[a - 1]] == 2]
+    keep = a > 0; keep[keep] = ~first[a[keep]]
+    keep[keep] = _GROUP[f[a[keep] - 1]] == 2
+    a, b = a[keep], b[keep]
     grp[_spans(a, b)] = 2
     start = np.zeros(n + 1, bool)
     np.not_equal(grp[1:], grp[:-1], out=start[1:n])  # a change of group
@@ -323,9 +328,21 @@ def _by_regex(text: str, cp: np.ndarray, f: np.ndarray | None,  # the text, its 
     new = np.r_[True, lo[1:] != lo[:-1]]  # `h` is sorted: so is `lo`
     lo, hi = lo[new], hi[new]
     apart = (lo[1:] != hi[:-1]) | edge[hi[:-1]]  # stretches that touch are one (unless a text ends there)
-    for a, b in zip(lo[np.r_[True, apart]].tolist(), hi[np.r_[apart, True]].tolist()):
-        start[a:b] = False
-        start[a + np.cumsum([0, *map(len, find(text[a:b])[:-1])], dtype=np.int64)] = True
+    a, b = lo[np.r_[True, apart]], hi[np.r_[apart, True]]
+    start[_spans(a, b)] = False
+    # stretches that meet at a safe cut once laid end to end (a space after a character that is not whitespace)
+    # go to `find` together: one call for many (the pre-tokens of the whole are those of the parts, as in chapter 03)
+    e = b[:-1] - 1
+    pe = cp[e]
+    fe = f[e] if f is not None else char_classes(pe)
+    join = (cp[np.minimum(a[1:], len(cp) - 1)] == 32) & (a[1:] < len(cp)) & (fe < SPACE) & ((pe < 0x1C) | (pe > 0x1F))
+    at = np.flatnonzero(np.r_[True, ~join, True]).tolist()
+    al, bl = a.tolist(), b.tolist()
+    lens = [len(t) for i, j in zip(at, at[1:]) for t in find("".join([text[x:y] for x, y in zip(al[i:j], bl[i:j])]))]
+    x = np.cumsum([0, *lens[:-1]], dtype=np.int64)  # where they start, all the stretches laid end to end
+    off = np.cumsum(b - a) - (b - a)
+    k = np.searchsorted(off, x, "right") - 1
+    start[a[k] + x - off[k]] = True
 
 _WIDTHS = (("latin-1", np.uint8), ("utf-16-le", np.uint16), ("utf-32-le", np.uint32))
 
