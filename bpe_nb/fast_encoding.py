@@ -329,7 +329,7 @@ class _Rows:
 # %% ../nbs/04a_fast_encoding.ipynb #740fc08b
 def _store_done(out: list, rows: np.ndarray, ids: np.ndarray, n: np.ndarray, done: np.ndarray):
     "Write each finished row's first `n` ids, as a tuple, to `out` at its original index (rows grouped by length)."
-    for k in np.unique(n[done]).tolist():
+    for k in np.flatnonzero(np.bincount(n[done])).tolist():  # the lengths (no `np.unique`: it imports numpy.ma)
         m = done & (n == k)
         for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
 
