@@ -461,7 +461,7 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
 @patch
 def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
                 ):
-    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them; keep those with characters of three or four bytes for `_crossing_keys`."
+    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them; keep those with a byte of 0xE0 or more (the first byte of a character of three or four bytes) for `_crossing_keys`."
     toks = list(ids)
     lens = np.fromiter(map(len, toks), np.int64, len(toks))
     flat = np.frombuffer(b"".join(toks), np.uint8)
@@ -475,7 +475,9 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
     self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64)
     every = np.fromiter(map(len, toks), np.int64, len(toks))
-    wide = np.flatnonzero(np.maximum.reduceat(flat, np.cumsum(every) - every) >= 0xE0) if len(toks) else every
+    top, full = np.zeros(len(toks), np.uint8), np.flatnonzero(every)  # each token's largest byte (an empty one has none)
+    if len(full): top[full] = np.maximum.reduceat(flat, (np.cumsum(every) - every)[full])
+    wide = np.flatnonzero(top >= 0xE0)
     self._wide_tokens, self._crossing = [toks[i] for i in wide.tolist()], None  # for `_crossing_keys`, on first use
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
@@ -614,7 +616,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
               counts: list | None = None  # if given (and `items` are all texts): gets the number of ids of each text
              ) -> np.ndarray:
     "The ids of `items` (as `_encode_bulk` takes them) as an array, with `bulk` updated."
-    texts, part = [x for x in items if type(x) is str], None  # `part`: which pre-tokens are parts of a cut one
+    texts, part, cuts = [x for x in items if type(x) is str], None, None  # `part`: which pre-tokens are parts of a cut one
     text = "".join(texts)
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
@@ -623,7 +625,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         chars, cp = _array_bounds(text, edge, self._rules, self._find)
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
-        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
+        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part, cuts = self._cut_long(cp, chars, bounds, raw)
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
@@ -643,6 +645,12 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         seqs.update((p, self._merge_bytes(p[0].encode())) for p in distinct if type(p) is tuple)
         row_of = dict(zip(distinct, bulk.rows.add([seqs[p] for p in distinct]).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
+    if cuts is not None:  # each cut pre-token's ids in the cache, under its text: the next call takes them whole
+        names, first, parts = cuts
+        at = rows[np.repeat(first - np.cumsum(parts) + parts, parts) + np.arange(int(parts.sum()))]  # their parts' rows
+        flat, ends = bulk.rows.gather(at).tolist(), np.cumsum(np.add.reduceat(bulk.rows.size[at], np.cumsum(parts) - parts)).tolist()
+        for name, a, b in zip(names, [0, *ends[:-1]], ends):
+            if len(name) <= _CACHE_MAX_CHARS: self._cache[name] = tuple(flat[a:b])
     if counts is not None:  # the text of each pre-token, and the ids of its row
         of = np.searchsorted(np.cumsum([0, *map(len, texts)]), chars[:-1], "right") - 1
         counts += np.bincount(of, bulk.rows.size[rows], len(texts)).astype(np.int64).tolist()
@@ -666,7 +674,7 @@ def _utf8(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00004
-def _crossing_keys(tokens: list[bytes]  # the tokens with a byte of 0xE0 or more (no other can reach into a character of three or four bytes)
+def _crossing_keys(tokens: list[bytes]  # the tokens with a byte of 0xE0 or more (no other can span the boundary of two characters of three or four bytes: it would hold the second one's first byte)
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of keys: two whole characters; a character's last bytes, then the next byte; a whole character, then the next one's first bytes."
     lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
@@ -734,24 +742,32 @@ def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of 
 @patch
 def _cut_keys(self: Tokenizer) -> tuple:
     "`_crossing_keys` of this tokenizer's tokens (those `_seed_tokens` kept), built once."
-    if self._crossing is None: self._crossing = _crossing_keys(self._wide_tokens)
+    if self._crossing is None: self._crossing, self._wide_tokens = _crossing_keys(self._wide_tokens), None
     return self._crossing
 
 @patch
-def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
+def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray,  # a block's code points; its pre-tokens in characters, in bytes
+              raw: bytes  # the block's UTF-8
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple | None]:
+    "Cut the long pre-tokens the cache does not know at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, which pre-tokens are parts, and `(text, first part, parts)` of each cut one (None, None: no cut)."
     long = np.flatnonzero(np.diff(bounds) > _KEY_BYTES)
-    if not len(long): return chars, bounds, None
+    names = [raw[a:b].decode() for a, b in zip(bounds[long].tolist(), bounds[long + 1].tolist())]
+    new = [i for i, s in enumerate(names) if s not in self._cache]  # a known one takes the cache, whole
+    long, names = long[new], [names[i] for i in new]
+    if not len(long): return chars, bounds, None, None
     size = chars[long + 1] - chars[long] - 1  # the boundaries inside each
     k = np.repeat(chars[long] + 1 - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
     k = k[(cp[k - 1] >= 0x800) & (cp[k] >= 0x800)]  # characters of three or four bytes: CJK, Thai, Devanagari...
     if len(k):
         k = k[~_crossed(cp[k - 1], cp[k], self._cut_keys())]
-    if not len(k): return chars, bounds, None
+    if not len(k): return chars, bounds, None, None
     at = np.searchsorted(chars, k)  # a cut goes before pre-token `at`: inside `at - 1`
     cut = np.zeros(len(chars), bool); cut[at - 1] = True
-    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1]
+    was = np.flatnonzero(cut)  # the cut pre-tokens: where their first part goes, how many parts
+    first, parts = was + np.searchsorted(at, was, "right"), np.bincount(at - 1, minlength=len(chars))[was] + 1
+    which = np.searchsorted(long, was)
+    cuts = ([names[i] for i in which.tolist()], first, parts)
+    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1], cuts
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496

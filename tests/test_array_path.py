@@ -274,7 +274,7 @@ def test_long_runs_of_wide_characters_equal_tiktoken(real_pair, bulk_always):
     assert ours.encode_batch(docs, workers=1) == reference.encode_ordinary_batch(docs)
 
 
-CJK6 = "中文字本日語"
+CJK6 = "中文字本日語😀𠀋éก\u0301"  # six CJK characters, two of four bytes, one of two, Thai, a combining mark
 
 
 def random_bpe_ranks(rng: random.Random, n_merges: int, swaps: int) -> dict:
@@ -300,7 +300,7 @@ def random_bpe_ranks(rng: random.Random, n_merges: int, swaps: int) -> dict:
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32), st.integers(5, 300), st.integers(0, 60))
 def test_cuts_on_random_ranks_with_partial_characters_equal_tiktoken(seed, n_merges, swaps):
-    "Random BPE ranks over six CJK characters (tokens that start or end inside a character, several characters, some out of reach): the cut array path gives tiktoken's ids on long runs of them."
+    "Random BPE ranks over a few characters of one to four bytes, mostly CJK (tokens that start or end inside a character, several characters, some out of reach): the cut array path gives tiktoken's ids on long runs of them."
     tiktoken = pytest.importorskip("tiktoken")
     from bpe_nb.interop import RanksTokenizer
     rng = random.Random(seed)
@@ -328,3 +328,36 @@ def test_a_part_that_is_an_unreachable_token_is_merged(bulk_always, run):
     assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
     assert 256 not in reference.encode_ordinary(text)
     assert ours.encode_ordinary(run) == [256] == reference.encode_ordinary(run)  # whole, it is the token
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False))
+def test_crossed_covers_every_token_that_spans_a_boundary(pieces, rnd):
+    "`_crossed` against brute force: for random tokens cut out of text of 2-, 3- and 4-byte characters (starting or ending inside any character), every boundary of two characters of three or four bytes that some token spans is reported crossed."
+    pool = "中文日本語乭字😀𠀋éßกनि"
+    text = "".join(rnd.choice(pool) for _ in range(60))
+    data = text.encode()
+    tokens = set()
+    for p in pieces:  # a token: a random span of the text's bytes (any start, any end)
+        a = p[0] % len(data); tokens.add(data[a:a + 1 + len(p)])
+    tokens |= {bytes(rnd.choice(pieces))}  # and arbitrary bytes
+    wide = [t for t in tokens if max(t) >= 0xE0]
+    keys = fe._crossing_keys(wide)
+    starts = [len(text[:i].encode()) for i in range(len(text) + 1)]
+    for i in range(1, len(text)):
+        c1, c2 = text[i - 1], text[i]
+        if ord(c1) < 0x800 or ord(c2) < 0x800: continue
+        b = starts[i]
+        spanned = any(data[a:e] in tokens for a in range(max(0, b - 16), b) for e in range(b + 1, min(len(data), b + 16) + 1))
+        if spanned: assert fe._crossed(np.array([ord(c1)]), np.array([ord(c2)]), keys)[0], (c1, c2)
+
+
+def test_a_special_token_inside_a_cut_run_and_the_cache(real_pair, bulk_always):
+    "A special token between CJK runs that are cut; and a cut pre-token is cached whole, with its parts' ids, so the next call takes it from the cache."
+    shared, reference = real_pair
+    ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern)
+    run = "他们在公园里散步然后回家吃饭"
+    text = (run + "<|endoftext|>" + run[::-1]) * 50
+    assert ours.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all")
+    assert ours._cache[run] == tuple(reference.encode_ordinary(run))  # cut, merged in parts, cached whole
+    assert ours.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all")
