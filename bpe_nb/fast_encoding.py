@@ -673,44 +673,74 @@ def _utf8(cp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, n
 
 
+# %% ../nbs/04a_fast_encoding.ipynb #cut00012
+class _TokenBytes(NamedTuple):
+    "The bytes of some tokens, joined, and the characters that start in them (at each lead byte)."
+    f: np.ndarray  # the bytes (int64)
+    starts: np.ndarray; ends: np.ndarray  # where each token starts and ends in `f`
+    lead: np.ndarray  # where characters start: every byte that is not a continuation byte (0x80-0xBF)
+    size: np.ndarray; end: np.ndarray  # at each lead: its character's length in bytes, and where its token ends
+    whole: np.ndarray  # the character is all there, inside its token
+    cp: np.ndarray  # its code point (meaningful where `whole`)
+
+def _token_bytes(tokens: list[bytes]) -> _TokenBytes:
+    "Read `tokens` into a `_TokenBytes`."
+    lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    f = np.frombuffer(b"".join(tokens), np.uint8).astype(np.int64)
+    n, starts = len(f), np.cumsum(lens) - lens
+    lead = np.flatnonzero((f & 0xC0) != 0x80)
+    b0 = f[lead]
+    size = 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)
+    end = np.repeat(starts + lens, lens)[lead]
+    nxt = np.append(lead[1:], n)  # the next lead: the bytes before it are continuation bytes
+    g = lambda k: f[np.minimum(lead + k, n - 1)] & 0x3F
+    cp = np.select([size == 1, size == 2, size == 3], [b0, (b0 & 0x1F) << 6 | g(1), (b0 & 0x0F) << 12 | g(1) << 6 | g(2)],
+                   (b0 & 0x07) << 18 | g(1) << 12 | g(2) << 6 | g(3))
+    return _TokenBytes(f, starts, starts + lens, lead, size, end, (nxt >= lead + size) & (lead + size <= end), cp)
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00015
+def _pair_keys(t: _TokenBytes) -> np.ndarray:
+    "`c1 << 21 | c2` for every two whole characters outside ASCII, one right after the other, inside a token."
+    wide = t.whole & (t.cp >= 0x80)
+    i = np.flatnonzero(wide[:-1] & wide[1:] & (t.lead[1:] == t.lead[:-1] + t.size[:-1]) & (t.lead[1:] < t.end[:-1]))
+    return t.cp[i] << 21 | t.cp[i + 1]
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00018
+def _tail_keys(t: _TokenBytes) -> np.ndarray:
+    "`r << 40 | tail << 8 | next` for every token that starts with `r` (1-3) continuation bytes `tail`, then a byte `next`."
+    n, lens = len(t.f), t.ends - t.starts
+    s = t.starts[(lens > 0) & ((t.f[np.minimum(t.starts, max(n - 1, 0))] & 0xC0) == 0x80)]
+    j = np.searchsorted(t.lead, s)  # its first lead byte
+    r = (t.lead[np.minimum(j, len(t.lead) - 1)] if len(t.lead) else s) - s
+    token_end = t.ends[np.searchsorted(t.starts, s, "right") - 1]
+    ok = (j < len(t.lead)) & (r >= 1) & (r <= 3) & (s + r < token_end)
+    s, r = s[ok], r[ok]
+    f = lambda k: t.f[np.minimum(s + k, n - 1)]
+    return r << 40 | (f(0) << 16 | f(1) << 8 | f(2)) >> 8 * (3 - r) << 8 | t.f[s + r]
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00021
+def _head_keys(t: _TokenBytes) -> np.ndarray:
+    "`c << 26 | k << 24 | head` for every token that ends with the first `k` (1-3) bytes `head` of a character, right after a whole character `c` outside ASCII."
+    lens = t.ends - t.starts
+    last = np.searchsorted(t.lead, t.ends) - 1  # each token's last lead byte, and the one before
+    tok = np.flatnonzero((last >= 1) & (lens > 1))
+    q, p, e = last[tok], last[tok] - 1, t.ends[tok]
+    ok = ((t.lead[p] >= t.starts[tok]) & (t.lead[q] + t.size[q] > e) & (e - t.lead[q] <= 3) & t.whole[p]
+          & (t.lead[p] + t.size[p] == t.lead[q]) & (t.cp[p] >= 0x80))
+    q, p, e = t.lead[q[ok]], p[ok], e[ok]
+    f = lambda k: t.f[np.minimum(q + k, len(t.f) - 1)]
+    return t.cp[p] << 26 | (e - q) << 24 | (f(0) << 16 | f(1) << 8 | f(2)) >> 8 * (3 - (e - q))
+
+
 # %% ../nbs/04a_fast_encoding.ipynb #cut00004
 def _crossing_keys(tokens: list[bytes]  # the tokens with a byte of 0xE0 or more (no other can span the boundary of two characters of three or four bytes: it would hold the second one's first byte)
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of keys: two whole characters; a character's last bytes, then the next byte; a whole character, then the next one's first bytes."
-    lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    f = np.frombuffer(b"".join(tokens), np.uint8)
-    n, starts = len(f), np.cumsum(lens) - lens
-    ends = starts + lens
-    lead = np.flatnonzero((f & 0xC0) != 0x80)  # where characters start (or bytes that are no character)
-    b0 = f[lead].astype(np.int32)
-    size = 1 + (b0 >= 0xC0) + (b0 >= 0xE0) + (b0 >= 0xF0)
-    end = np.repeat(ends, lens)[lead]  # where the token of each lead byte ends
-    nxt = np.empty_like(lead); nxt[:-1] = lead[1:]; nxt[-1:] = n
-    whole = (nxt >= lead + size) & (lead + size <= end)
-    g = lambda k: f[np.minimum(lead + k, n - 1)].astype(np.int32) & 0x3F
-    g1, g2, g3 = g(1), g(2), g(3)
-    cp = np.select([size == 1, size == 2, size == 3], [b0, (b0 & 0x1F) << 6 | g1, (b0 & 0x0F) << 12 | g1 << 6 | g2],
-                   (b0 & 0x07) << 18 | g1 << 12 | g2 << 6 | g3).astype(np.int64)
-    wide = whole & (cp >= 0x80)
-    i = np.flatnonzero(wide[:-1] & wide[1:] & (nxt[:-1] == lead[:-1] + size[:-1]) & (lead[1:] < end[:-1]))
-    pairs = cp[i] << 21 | cp[i + 1]
-    fi = f.astype(np.int64)
-    s = starts[(lens > 0) & ((f[np.minimum(starts, max(n - 1, 0))] & 0xC0) == 0x80)]  # tokens that start inside a character
-    j = np.searchsorted(lead, s)
-    r = np.where(j < len(lead), lead[np.minimum(j, len(lead) - 1)], n) - s
-    ok = (r >= 1) & (r <= 3) & (s + r < np.repeat(ends, lens)[np.minimum(s, n - 1)]) if len(s) else np.zeros(0, bool)
-    s, r = s[ok], r[ok]
-    tail = (fi[s] << 16 | fi[np.minimum(s + 1, n - 1)] << 8 | fi[np.minimum(s + 2, n - 1)]) >> 8 * (3 - r)
-    tails = r << 40 | tail << 8 | fi[s + r]
-    last = np.searchsorted(lead, ends) - 1  # each token's last lead byte
-    t = np.flatnonzero((last >= 1) & (lens > 1))
-    q, p = last[t], last[t] - 1  # indices into `lead`
-    e = ends[t]
-    ok = (lead[q] >= starts[t]) & (lead[p] >= starts[t]) & (lead[q] + size[q] > e) & whole[p] & (lead[p] + size[p] == lead[q]) & (cp[p] >= 0x80) & (e - lead[q] <= 3)
-    q, p, e = lead[q[ok]], p[ok], e[ok]
-    head = (fi[q] << 16 | fi[np.minimum(q + 1, n - 1)] << 8 | fi[np.minimum(q + 2, n - 1)]) >> 8 * (3 - (e - q))
-    heads = cp[p] << 26 | (e - q) << 24 | head
-    return np.sort(pairs), np.sort(tails), np.sort(heads)
+    "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of keys: pairs, tails, heads."
+    t = _token_bytes(tokens)
+    return np.sort(_pair_keys(t)), np.sort(_tail_keys(t)), np.sort(_head_keys(t))
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00005
