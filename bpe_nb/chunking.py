@@ -630,6 +630,21 @@ def _check_count_args(special_tokens, workers, executor, pattern, errors, block_
     check_int(size_name, block_size); check_int("min_chunk_size", min_chunk_size)
     return specials
 
+# %% ../nbs/03_parallel_chunking.ipynb #stuck002
+_STUCK_AFTER = 2.0  # seconds without a result before the loop looks for a dead worker its pool has missed
+
+def _workers(ex: Executor) -> list:
+    "The worker processes of CPython's process pool `ex` (none for another executor)."
+    return list((getattr(ex, "_processes", None) or {}).values())
+
+def _unstick(ex: Executor):
+    "Make a CPython pool whose manager thread waits for the rest of a dead worker's message see the end of its pipe: kill the other workers, close our end."
+    for p in _workers(ex):
+        if p.exitcode is None: p.kill()
+    writer = getattr(getattr(ex, "_result_queue", None), "_writer", None)
+    if writer is not None: writer.close()
+
+
 # %% ../nbs/03_parallel_chunking.ipynb #d5a58924
 def completed_in_order(pool: Executor | Callable[[], Executor],  # an executor (used as is), or a function that makes a fresh process pool
                        tasks: Iterable[tuple],  # `(function, *args)` each, taken lazily
@@ -652,7 +667,10 @@ def completed_in_order(pool: Executor | Callable[[], Executor],  # an executor (
             if on_started is not None: on_started(); on_started = None  # a new pool's workers exist now
             if not broken:
                 if not pending and not todo: break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=_STUCK_AFTER if own else None, return_when=FIRST_COMPLETED)
+                if not done:  # nothing for a while: a dead worker its pool missed? (see `_unstick`)
+                    if any(p.exitcode is not None for p in _workers(ex)): _unstick(ex)
+                    continue
                 broken = own and any(not f.cancelled() and isinstance(f.exception(), BrokenExecutor) for f in done)
                 if not broken: _settle(done, pending, ready, failed)
                 done = None  # drop the last references: a yielded result can be freed now

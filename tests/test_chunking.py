@@ -611,8 +611,8 @@ class CountingExecutor(InlineExecutor):
 def _run_when_waited_on(monkeypatch, ex: CountingExecutor):
     "Make `_fold_completed`'s wait run one of `ex`'s queued tasks first."
     real_wait = chunking.wait
-    def wait(fs, return_when):
-        ex.run_one(); return real_wait(fs, return_when=return_when)
+    def wait(fs, timeout=None, return_when=None):
+        ex.run_one(); return real_wait(fs, timeout=timeout, return_when=return_when)
     monkeypatch.setattr(chunking, "wait", wait)
 
 

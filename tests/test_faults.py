@@ -261,9 +261,9 @@ def _scripted(monkeypatch, scripts):
     log, it = [], iter(scripts)
     def make(): return _ScriptedPool(*next(it, (range(100), None)), log)
     real = chunking.wait
-    def wait(fs, return_when=chunking.FIRST_COMPLETED):
+    def wait(fs, timeout=None, return_when=chunking.FIRST_COMPLETED):
         for p in log: p.settle()
-        return real(fs, return_when=return_when)
+        return real(fs, timeout=timeout, return_when=return_when)
     monkeypatch.setattr(chunking, "wait", wait)
     return make, log
 
@@ -281,3 +281,28 @@ def test_a_task_lost_twice_alone_is_blamed_without_a_third_run(monkeypatch):
     with pytest.raises(WorkerLostError, match="died twice while running task 2"):
         list(chunking.completed_in_order(make, ((abs, k) for k in range(8)), window=3))
     assert len(log) == 2  # no pool was made to run it a third time
+
+
+# ------------------------------------------------------------------ a worker killed while writing its result
+
+
+def _die_while_writing_once(marker: str, i: int) -> int:
+    "Square `i`; the first call of all, in a pool worker, writes the start of a result message to the pool's result pipe and dies."
+    try: os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError: return i * i
+    import gc, multiprocessing.queues, struct
+    q = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))  # the results' pipe
+    os.write(q._writer.fileno(), struct.pack("!i", 1 << 20) + b"half a message")  # a header promising 1 MiB, then little
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_while_writing_its_result_does_not_hang(tmp_path, renewals):
+    "CPython's pool waits forever for the rest of a message its dead worker was writing: the loop sees the dead worker, unsticks the pool (`_unstick`), renews it and gets every result."
+    marker = str(tmp_path / "died")
+    make = lambda: ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+    out = {}
+    t = threading.Thread(target=lambda: out.update(chunking.completed_in_order(make, [(_die_while_writing_once, marker, i) for i in range(6)], 4)),
+                         daemon=True)
+    t.start(); t.join(30)
+    assert not t.is_alive(), "completed_in_order hung on a pool whose worker died mid-message"
+    assert os.path.exists(marker) and out == {i: i * i for i in range(6)} and renewals == [1]
