@@ -836,7 +836,8 @@ def _alone(make_pool: Callable[[], Executor], suspects: list[int], todo: dict, r
     for i in suspects:
         with make_pool() as ex:
             fut = _send(ex, i, todo[i])
-            wait([fut])
+            while not wait([fut], timeout=_STUCK_AFTER).done:  # a worker dead mid-message: `_unstick`
+                if any(p.exitcode is not None for p in _workers(ex)): _unstick(ex)
         error = fut.exception()
         if isinstance(error, BrokenExecutor): return [i]
         del todo[i]

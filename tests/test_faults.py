@@ -306,3 +306,25 @@ def test_a_worker_killed_while_writing_its_result_does_not_hang(tmp_path, renewa
     t.start(); t.join(30)
     assert not t.is_alive(), "completed_in_order hung on a pool whose worker died mid-message"
     assert os.path.exists(marker) and out == {i: i * i for i in range(6)} and renewals == [1]
+
+
+def _always_die_while_writing(i: int) -> int:
+    "Square `i` (slowly, so that others are lost with it), except task 3, which writes half a result message and dies, every time."
+    if i != 3: time.sleep(0.3); return i * i
+    import gc, multiprocessing.queues, struct
+    q = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))
+    os.write(q._writer.fileno(), struct.pack("!i", 1 << 20) + b"half a message")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_task_that_always_dies_mid_message_is_named_not_hung():
+    "The task dies mid-message twice, beside others: the suspects run alone (`_alone`) without hanging, and the error names it."
+    make = lambda: ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+    caught = []
+    def run():
+        try: dict(chunking.completed_in_order(make, [(_always_die_while_writing, i) for i in range(8)], 4, describe=lambda i: f"task {i}"))
+        except WorkerLostError as e: caught.append(str(e))
+    t = threading.Thread(target=run, daemon=True)
+    t.start(); t.join(60)
+    assert not t.is_alive(), "hung on a pool whose worker died mid-message"
+    assert len(caught) == 1 and "while task 3" in caught[0]
