@@ -638,7 +638,8 @@ def _workers(ex: Executor) -> list:
     return list((getattr(ex, "_processes", None) or {}).values())
 
 def _unstick(ex: Executor):
-    "Make a CPython pool whose manager thread waits for the rest of a dead worker's message see the end of its pipe: kill the other workers, close our end."
+    "If a worker of CPython's pool `ex` is dead, make its manager thread (perhaps waiting for the rest of the dead worker's message) see the end of its pipe: kill the other workers, close our end."
+    if not any(p.exitcode is not None for p in _workers(ex)): return
     for p in _workers(ex):
         if p.exitcode is None: p.kill()
     writer = getattr(getattr(ex, "_result_queue", None), "_writer", None)
@@ -668,9 +669,7 @@ def completed_in_order(pool: Executor | Callable[[], Executor],  # an executor (
             if not broken:
                 if not pending and not todo: break
                 done, _ = wait(pending, timeout=_STUCK_AFTER if own else None, return_when=FIRST_COMPLETED)
-                if not done:  # nothing for a while: a dead worker its pool missed? (see `_unstick`)
-                    if any(p.exitcode is not None for p in _workers(ex)): _unstick(ex)
-                    continue
+                if not done: _unstick(ex); continue  # nothing for a while: a dead worker its pool missed?
                 broken = own and any(not f.cancelled() and isinstance(f.exception(), BrokenExecutor) for f in done)
                 if not broken: _settle(done, pending, ready, failed)
                 done = None  # drop the last references: a yielded result can be freed now
@@ -836,8 +835,7 @@ def _alone(make_pool: Callable[[], Executor], suspects: list[int], todo: dict, r
     for i in suspects:
         with make_pool() as ex:
             fut = _send(ex, i, todo[i])
-            while not wait([fut], timeout=_STUCK_AFTER).done:  # a worker dead mid-message: `_unstick`
-                if any(p.exitcode is not None for p in _workers(ex)): _unstick(ex)
+            while not wait([fut], timeout=_STUCK_AFTER).done: _unstick(ex)  # a worker dead mid-message?
         error = fut.exception()
         if isinstance(error, BrokenExecutor): return [i]
         del todo[i]

@@ -438,6 +438,11 @@ def _bulk_state(self: Tokenizer) -> _Bulk:
     return getattr(self._bulk_local, "state", None) or _Bulk()
 
 # %% ../nbs/04a_fast_encoding.ipynb #4934373f
+def _padded_rows(b: np.ndarray, at: np.ndarray, size: np.ndarray  # bytes; where pieces start; their lengths (at least one)
+                ) -> np.ndarray:
+    "The pieces `b[at:at + size]` as rows of `max(size)` bytes, padded with zeros (as `_merge_many` and `_merge_concat` take them)."
+    return np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[:, None] + np.arange(int(size.max()))]
+
 @patch
 def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
               at: np.ndarray, size: np.ndarray,  # where new pre-tokens (of at most 15 bytes) start in it, their lengths (bytes)
@@ -451,8 +456,7 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
         for i in missing: ids[i] = self._cache[pieces[i]]
         return ids
     at, size = at[missing], size[missing]
-    data = np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[:, None] + np.arange(int(size.max()))]
-    merged = self._merge_many(data, size)
+    merged = self._merge_many(_padded_rows(b, at, size), size)
     for i, t in zip(missing, merged): ids[i] = t
     self._cache.update(zip(map(pieces.__getitem__, missing), merged))
     return ids
@@ -502,8 +506,7 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
     pieces = [None if c else raw[i:j].decode() for c, i, j in zip(cut.tolist(), at.tolist(), (at + size).tolist())]
     got = [None if p is None else self._cache.get(p) for p in pieces]
     todo = np.array([k for k, g in enumerate(got) if g is None], np.int64)  # all merged in one call, parts without the shortcut
-    data = np.concatenate([b, np.zeros(_KEY_BYTES, np.uint8)])[at[todo][:, None] + np.arange(int(size[todo].max()))]
-    for k, t in zip(todo.tolist(), self._merge_concat(data, size[todo], whole=~cut[todo])):
+    for k, t in zip(todo.tolist(), self._merge_concat(_padded_rows(b, at[todo], size[todo]), size[todo], whole=~cut[todo])):
         got[k] = t
         if pieces[k] is not None: self._cache[pieces[k]] = t
     for i, t in zip(other.tolist(), got): out[i] = t

@@ -286,14 +286,19 @@ def test_a_task_lost_twice_alone_is_blamed_without_a_third_run(monkeypatch):
 # ------------------------------------------------------------------ a worker killed while writing its result
 
 
-def _die_while_writing_once(marker: str, i: int) -> int:
-    "Square `i`; the first call of all, in a pool worker, writes the start of a result message to the pool's result pipe and dies."
-    try: os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
-    except FileExistsError: return i * i
+def _die_writing_half_a_message():
+    "In a pool worker: write the start of a result message to the pool's result pipe, then die (SIGKILL)."
     import gc, multiprocessing.queues, struct
     q = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))  # the results' pipe
     os.write(q._writer.fileno(), struct.pack("!i", 1 << 20) + b"half a message")  # a header promising 1 MiB, then little
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _die_while_writing_once(marker: str, i: int) -> int:
+    "Square `i`; the first call of all, in a pool worker, writes the start of a result message to the pool's result pipe and dies."
+    try: os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError: return i * i
+    _die_writing_half_a_message()
 
 
 def test_a_worker_killed_while_writing_its_result_does_not_hang(tmp_path, renewals):
@@ -311,10 +316,7 @@ def test_a_worker_killed_while_writing_its_result_does_not_hang(tmp_path, renewa
 def _always_die_while_writing(i: int) -> int:
     "Square `i` (slowly, so that others are lost with it), except task 3, which writes half a result message and dies, every time."
     if i != 3: time.sleep(0.3); return i * i
-    import gc, multiprocessing.queues, struct
-    q = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.queues.SimpleQueue))
-    os.write(q._writer.fileno(), struct.pack("!i", 1 << 20) + b"half a message")
-    os.kill(os.getpid(), signal.SIGKILL)
+    _die_writing_half_a_message()
 
 
 def test_a_task_that_always_dies_mid_message_is_named_not_hung():
