@@ -309,15 +309,19 @@ class _Rows:
     def add(self, seqs: list[tuple[int, ...]]) -> np.ndarray:
         "Append one row per tuple of ids in `seqs`; return their row numbers."
         sizes = np.fromiter(map(len, seqs), np.int64, len(seqs))
-        total = int(sizes.sum())
+        return self.add_flat(np.fromiter(chain.from_iterable(seqs), np.int64, int(sizes.sum())), sizes)
+
+    def add_flat(self, ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        "Append rows of `sizes[k]` ids each, taken in order from `ids`; return their row numbers."
+        total, k = len(ids), len(sizes)
         while self.n_ids + total > len(self.ids): self.ids = np.concatenate([self.ids, np.zeros_like(self.ids)])
-        while self.n + len(seqs) > len(self.start):
+        while self.n + k > len(self.start):
             self.start, self.size = (np.concatenate([a, np.zeros_like(a)]) for a in (self.start, self.size))
-        self.ids[self.n_ids:self.n_ids + total] = np.fromiter(chain.from_iterable(seqs), np.int64, total)
-        self.start[self.n:self.n + len(seqs)] = self.n_ids + np.cumsum(sizes) - sizes
-        self.size[self.n:self.n + len(seqs)] = sizes
-        self.n_ids += total; self.n += len(seqs)
-        return np.arange(self.n - len(seqs), self.n)
+        self.ids[self.n_ids:self.n_ids + total] = ids
+        self.start[self.n:self.n + k] = self.n_ids + np.cumsum(sizes) - sizes
+        self.size[self.n:self.n + k] = sizes
+        self.n_ids += total; self.n += k
+        return np.arange(self.n - k, self.n)
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
         "The ids of `rows`, one row after another."
@@ -332,11 +336,6 @@ def _store_done(out: list, rows: np.ndarray, ids: np.ndarray, n: np.ndarray, don
     for k in np.flatnonzero(np.bincount(n[done])).tolist():  # the lengths (no `np.unique`: it imports numpy.ma)
         m = done & (n == k)
         for i, t in zip(rows[m].tolist(), zip(*ids[m, :k].T.tolist())): out[i] = t
-
-def _store_live(out: list, rows: np.ndarray, ids: np.ndarray, alive: np.ndarray):
-    "Write each row's ids where `alive`, in order, as a tuple, to `out` at its original index."
-    flat, at = ids[alive].tolist(), 0
-    for i, k in zip(rows.tolist(), alive.sum(axis=1).tolist()): out[i] = tuple(flat[at:at + k]); at += k
 
 @patch
 def _rank_table(self: Tokenizer) -> tuple:
@@ -484,6 +483,23 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     wide = np.flatnonzero(top >= 0xE0)
     self._wide_tokens, self._crossing = [toks[i] for i in wide.tolist()], None  # for `_crossing_keys`, on first use
 
+# %% ../nbs/04a_fast_encoding.ipynb #flat0002
+def _flat_rows(finished: list, n: int  # `(rows, their ids one row after another, their counts)` as rows finish; how many rows
+              ) -> tuple[np.ndarray, np.ndarray]:
+    "The ids of rows `0..n-1` as one array, in row order, and how many ids each row has."
+    if not finished: return np.zeros(0, np.int64), np.zeros(n, np.int64)
+    rows, ids, size = (np.concatenate(x) for x in zip(*finished))
+    count = np.zeros(n, np.int64); count[rows] = size
+    out = np.empty(len(ids), np.int64)  # each finished group's ids, moved to where its row starts
+    out[np.repeat((np.cumsum(count) - count)[rows] - (np.cumsum(size) - size), size) + np.arange(len(ids))] = ids
+    return out, count
+
+def _seqs(ids: np.ndarray, counts: np.ndarray) -> list[tuple[int, ...]]:
+    "Rows of `counts[k]` ids each, taken in order from `ids`, as tuples."
+    flat, ends = ids.tolist(), np.cumsum(counts).tolist()
+    return [tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+
+
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
 _CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of a cut pre-token (below), merged without the shortcut
 
@@ -491,26 +507,28 @@ _CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of 
 def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text, UTF-8; which of its pre-tokens are met for the first time
               starts: np.ndarray, lens: np.ndarray, b: np.ndarray,  # where the block's pre-tokens start, their lengths; its bytes
               k1: np.ndarray, k2: np.ndarray  # the new pre-tokens' keys
-             ) -> list[tuple[int, ...]]:
-    "The ids of pre-tokens met for the first time: a token by its key (`_seed_tokens`), a part of a cut pre-token by `_merge_concat` without the shortcut, the others by `_new_rows`."
-    if self._token_keys is None: return self._new_rows(raw, starts[new], lens[new], b)
+             ) -> tuple[np.ndarray, np.ndarray]:
+    "The ids of pre-tokens met for the first time, and how many each has: a token by its key (`_seed_tokens`), the others (parts of cut pre-tokens too) merged in full; without token keys, by `_new_rows`."
+    if self._token_keys is None:
+        seqs = self._new_rows(raw, starts[new], lens[new], b)
+        counts = np.fromiter(map(len, seqs), np.int64, len(seqs))
+        return np.fromiter(chain.from_iterable(seqs), np.int64, int(counts.sum())), counts
     table, vals = self._token_keys[:2]
     row = table.get(k1, k2)
-    out = list(zip(np.where(row >= 0, vals[row], -1).tolist()))  # (id,) for a token
-    other = np.flatnonzero(row < 0)
-    cut = (k2[other] & _CUT) != 0  # parts of cut pre-tokens: not in the cache (its entries have the shortcut)
-    if not cut.any():
-        for i, t in zip(other.tolist(), self._new_rows(raw, starts[new[other]], lens[new[other]], b)): out[i] = t
-        return out
-    at, size = starts[new[other]], lens[new[other]]
-    pieces = [None if c else raw[i:j].decode() for c, i, j in zip(cut.tolist(), at.tolist(), (at + size).tolist())]
-    got = [None if p is None else self._cache.get(p) for p in pieces]
-    todo = np.array([k for k, g in enumerate(got) if g is None], np.int64)  # all merged in one call, parts without the shortcut
-    for k, t in zip(todo.tolist(), self._merge_concat(_padded_rows(b, at[todo], size[todo]), size[todo], whole=~cut[todo])):
-        got[k] = t
-        if pieces[k] is not None: self._cache[pieces[k]] = t
-    for i, t in zip(other.tolist(), got): out[i] = t
-    return out
+    counts, other = np.ones(len(new), np.int64), np.flatnonzero(row < 0)
+    if not len(other): return vals[row], counts  # all tokens
+    at, size = starts[new[other]], lens[new[other]]  # no token, so no shortcut to try: merged in full
+    if len(other) >= _MANY_MIN: merged, n = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
+    else:  # a few: one by one is faster
+        seqs = [self._merge_bytes(raw[i:j]) for i, j in zip(at.tolist(), (at + size).tolist())]
+        n = np.fromiter(map(len, seqs), np.int64, len(seqs))
+        merged = np.fromiter(chain.from_iterable(seqs), np.int64, int(n.sum()))
+    counts[other] = n
+    ids, first = np.empty(int(counts.sum()), np.int64), np.cumsum(counts) - counts
+    tok = np.flatnonzero(row >= 0)
+    ids[first[tok]] = vals[row[tok]]
+    ids[np.repeat(first[other] - (np.cumsum(n) - n), n) + np.arange(len(merged))] = merged
+    return ids, counts
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
@@ -519,8 +537,9 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
                   lens: np.ndarray,  # the length of each, from 1 to width
                   limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
                   trace: list | None = None,  # if given, each round appends `(rows, merged ids, left ids, right ids)`
-                  whole: bool | np.ndarray = True  # tiktoken's shortcut: a pre-token that is a token is that token (False, per row or for all: merge it all the same)
-                 ) -> list[tuple[int, ...]]:
+                  whole: bool | np.ndarray = True,  # tiktoken's shortcut: a pre-token that is a token is that token (False, per row or for all: merge it all the same)
+                  flat: bool = False  # return `(ids, counts)` as `_flat_rows` gives them, not tuples
+                 ) -> list[tuple[int, ...]] | tuple[np.ndarray, np.ndarray]:
     "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
     table, vals, pair, byte_ids = self._token_keys
     none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
@@ -534,13 +553,18 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         row = table.get(k1, k2)
         found = np.where(row >= 0, vals[row], none)
         return np.where(found < lim, found, none)
-    out, base = [None] * rows_n, np.arange(rows_n, dtype=np.int64) * (width + 16)
+    base, rows, finished = np.arange(rows_n, dtype=np.int64) * (width + 16), np.arange(rows_n), []
     lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
-    known = look(base, np.zeros(rows_n, np.int64), lens, lim)
-    known[~np.broadcast_to(whole, rows_n)] = none  # a part of a pre-token: no shortcut
-    for i, t in zip(np.flatnonzero(known < none).tolist(), known[known < none].tolist()): out[i] = (t,)
-    rows = np.flatnonzero(known == none)
-    if not len(rows): return out
+    def result():
+        ids, counts = _flat_rows(finished, rows_n)
+        return (ids, counts) if flat else _seqs(ids, counts)
+    if whole is not False:  # (False for all: no row is a token, or none may take the shortcut)
+        known = look(base, np.zeros(rows_n, np.int64), lens, lim)
+        known[~np.broadcast_to(whole, rows_n)] = none  # a part of a pre-token: no shortcut
+        one = np.flatnonzero(known < none)
+        finished.append((one, known[one], np.ones(len(one), np.int64)))
+        rows = np.flatnonzero(known == none)
+    if not len(rows): return result()
     data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
     ids = byte_ids[data]  # the parts, each at the position where it starts: none move, merged-away ones are dead
     rk = np.full(ids.shape, none, np.int64)  # rk[:, j]: the id of the part at j and the next one, concatenated
@@ -553,8 +577,9 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
         ar = np.arange(len(rows))
         p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
         if done.any():  # finished rows: their live parts
-            _store_live(out, rows[done], ids[done], alive[done])
-            if done.all(): return out
+            live = alive[done]
+            finished.append((rows[done], ids[done][live], live.sum(axis=1)))
+            if done.all(): return result()
             rows, ids, rk, p, r, n, nxt, prv, alive, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, nxt, prv, alive, base, lim))
             ar = np.arange(len(rows))
         q = nxt[ar, p]  # the right part, which dies
@@ -636,7 +661,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     k1, k2 = _piece_keys(b, starts[short], lens[short])
     if part is not None: k2[part[short]] |= _CUT
     rows[short], added = bulk.table.intern(k1, k2, bulk.rows.n)
-    if len(added): bulk.rows.add(self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
+    if len(added): bulk.rows.add_flat(*self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
     long = np.flatnonzero(lens > _KEY_BYTES)
     if len(long):  # looked up as `str`, in the cache; long parts of cut pre-tokens merged on their own, without the shortcut
