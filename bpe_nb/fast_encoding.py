@@ -572,27 +572,31 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
     rk[(rk < 0) | (rk >= lim[:, None]) | (np.arange(width) >= (n - 1)[:, None])] = none  # past a row's end: no pair
     nxt = np.broadcast_to(np.arange(1, width + 1), ids.shape).copy()  # where the part at j ends
     prv = np.broadcast_to(np.arange(-1, width - 1), ids.shape).copy()  # where the part before it starts
-    alive = np.arange(width) < n[:, None]
+    alive, going = np.arange(width) < n[:, None], np.ones(len(rows), bool)  # live parts; rows not finished
     while True:
-        ar = np.arange(len(rows))
-        p = rk.argmin(axis=1); r = rk[ar, p]; done = r == none
+        p = rk.argmin(axis=1); r = rk[np.arange(len(rows)), p]; done = (r == none) & going
         if done.any():  # finished rows: their live parts
             live = alive[done]
             finished.append((rows[done], ids[done][live], live.sum(axis=1)))
-            if done.all(): return result()
-            rows, ids, rk, p, r, n, nxt, prv, alive, base, lim = (a[~done] for a in (rows, ids, rk, p, r, n, nxt, prv, alive, base, lim))
-            ar = np.arange(len(rows))
+            going &= ~done
+            if not going.any(): return result()
+            if 2 * np.count_nonzero(going) < len(rows):  # most rows finished: drop them (until then they stay, all `none`)
+                rows, ids, rk, p, r, n, nxt, prv, alive, base, lim, going = (
+                    a[going] for a in (rows, ids, rk, p, r, n, nxt, prv, alive, base, lim, going))
+        ar = np.flatnonzero(going)
+        p, r = p[ar], r[ar]
         q = nxt[ar, p]  # the right part, which dies
         e = nxt[ar, q]  # where the merged part ends
-        if trace is not None: trace.append((rows, r, ids[ar, p], ids[ar, q]))
+        if trace is not None: trace.append((rows[ar], r, ids[ar, p], ids[ar, q]))
         ids[ar, p], nxt[ar, p], alive[ar, q], rk[ar, q] = r, e, False, none  # the merged part's id is its rank
-        lt, rt = np.flatnonzero(p > 0), np.flatnonzero(e < n)  # rows with a part on the left, on the right
-        prv[rt, e[rt]] = p[rt]
+        m = p > 0; lt, pl = ar[m], p[m]  # rows with a part on the left
+        m = e < n[ar]; rt, pr, er = ar[m], p[m], e[m]  # rows with a part on the right
+        prv[rt, er] = pr
         rk[ar, p] = none
-        left = prv[lt, p[lt]]
+        left = prv[lt, pl]
         at2 = np.concatenate([lt, rt])  # both new pairs looked up at once: left part and merged one, merged one and right part
-        found = look(base[at2], np.r_[left, p[rt]], np.r_[e[lt], nxt[rt, e[rt]]], lim[at2])
-        rk[lt, left], rk[rt, p[rt]] = found[:len(lt)], found[len(lt):]
+        found = look(base[at2], np.r_[left, pr], np.r_[nxt[lt, pl], nxt[rt, er]], lim[at2])
+        rk[lt, left], rk[rt, pr] = found[:len(lt)], found[len(lt):]
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
