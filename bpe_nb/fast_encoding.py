@@ -781,22 +781,36 @@ def _member(keys: np.ndarray, q: np.ndarray) -> np.ndarray:
     if not len(keys): return np.zeros(len(q), bool)
     return keys[np.minimum(np.searchsorted(keys, q), len(keys) - 1)] == q
 
-def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of some boundaries (outside ASCII)
+def _tail_masks(tails: np.ndarray  # tail keys, from `_crossing_keys`
+               ) -> tuple[np.ndarray, np.ndarray]:
+    "The tails of one and of two bytes as tables: by the low six bits of each of those bytes, a bit `b - 0xE0` for every lead byte `b` of 0xE0 or more that follows them at the start of a token."
+    r, tail, after = tails >> 40, tails >> 8 & 0xFFFFFF, tails & 0xFF
+    one, two = (after >= 0xE0) & (r == 1), (after >= 0xE0) & (r == 2)
+    m1, m2 = np.zeros(64, np.int64), np.zeros(4096, np.int64)
+    np.bitwise_or.at(m1, tail[one] & 0x3F, 1 << (after[one] - 0xE0))
+    np.bitwise_or.at(m2, (tail[two] >> 8 & 0x3F) << 6 | tail[two] & 0x3F, 1 << (after[two] - 0xE0))
+    return m1, m2
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00025
+def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of some boundaries (three or four bytes each: 0x800 and up)
              keys: tuple  # from `_crossing_keys`
             ) -> np.ndarray:
     "Whether a token may hold bytes on both sides of each boundary: True unless none of its keys is among `keys`."
     pairs, tails, heads = keys
     c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
-    hit = _member(pairs, c1 << 21 | c2)
-    rest = np.flatnonzero(~hit)  # the others: tokens that start or end inside a character
-    c1, (u1, n1), (u2, n2) = c1[rest], _utf8(c1[rest]), _utf8(c2[rest])
-    part = np.zeros(len(rest), bool)
-    for k in (1, 2, 3):  # the last k bytes of c1 then c2's first byte; c1 then the first k bytes of c2
-        m = k < n1
-        part[m] |= _member(tails, k << 40 | (u1[m] & (1 << 8 * k) - 1) << 8 | u2[m] >> 8 * (n2[m] - 1))
-        m = k < n2
-        part[m] |= _member(heads, c1[m] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
-    hit[rest] = part
+    hit = _member(pairs, c1 << 21 | c2)  # both whole
+    lead = np.where(c2 >= 0x10000, 0xF0 | c2 >> 18, 0xE0 | c2 >> 12)  # c2's first byte
+    m1, m2 = _tail_masks(tails)  # a token that starts with c1's last byte or two, then c2's first byte
+    hit |= ((m1[c1 & 0x3F] | m2[c1 & 0xFFF]) >> (lead - 0xE0) & 1) == 1
+    four = np.flatnonzero(c1 >= 0x10000)  # with c1's last three bytes (a character of four)
+    if len(four): hit[four] |= _member(tails, 3 << 40 | (_utf8(c1[four])[0] & 0xFFFFFF) << 8 | lead[four])
+    end = np.flatnonzero(_member(heads >> 26, c1))  # a token that ends with c1, then c2's first bytes (heads sort by c1)
+    if len(end):
+        u2, n2 = _utf8(c2[end])
+        for k in (1, 2, 3):
+            m = k < n2
+            hit[end[m]] |= _member(heads, c1[end[m]] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
     return hit
 
 

@@ -352,6 +352,35 @@ def test_crossed_covers_every_token_that_spans_a_boundary(pieces, rnd):
         if spanned: assert fe._crossed(np.array([ord(c1)]), np.array([ord(c2)]), keys)[0], (c1, c2)
 
 
+def crossed_by_search(c1, c2, keys):
+    "`_crossed` by its definition, every key looked up by search: the reference for its tables."
+    pairs, tails, heads = keys
+    out = []
+    for a, b in zip(c1.tolist(), c2.tolist()):
+        u1, u2 = chr(a).encode(), chr(b).encode()
+        hit = fe._member(pairs, np.array([a << 21 | b]))[0]
+        for k in (1, 2, 3):
+            if k < len(u1): hit |= fe._member(tails, np.array([k << 40 | int.from_bytes(u1[-k:], "big") << 8 | u2[0]]))[0]
+            if k < len(u2): hit |= fe._member(heads, np.array([a << 26 | k << 24 | int.from_bytes(u2[:k], "big")]))[0]
+        out.append(bool(hit))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False))
+def test_crossed_equals_its_definition(pieces, rnd):
+    "`_crossed` (a table per tail length, heads only after a character that ends one) against every key looked up by search, on boundaries of 3- and 4-byte characters: both ways, no boundary reported crossed that no key matches."
+    pool = "中文日本語乭字😀𠀋กนิ\uffff\u0800"
+    text = "".join(rnd.choice(pool) for _ in range(60))
+    data = text.encode()
+    tokens = {bytes(rnd.choice(pieces))}
+    for p in pieces:
+        a = p[0] % len(data); tokens.add(data[a:a + 1 + len(p)])
+    keys = fe._crossing_keys([t for t in tokens if max(t) >= 0xE0])
+    c1 = np.array([ord(c) for c in text[:-1]]); c2 = np.array([ord(c) for c in text[1:]])
+    assert fe._crossed(c1, c2, keys).tolist() == crossed_by_search(c1, c2, keys)
+
+
 def test_a_special_token_inside_a_cut_run_and_the_cache(real_pair, bulk_always):
     "A special token between CJK runs that are cut; and a cut pre-token is cached whole, with its parts' ids, so the next call takes it from the cache."
     shared, reference = real_pair
