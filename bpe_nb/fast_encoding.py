@@ -648,7 +648,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
               counts: list | None = None  # if given (and `items` are all texts): gets the number of ids of each text
              ) -> np.ndarray:
     "The ids of `items` (as `_encode_bulk` takes them) as an array, with `bulk` updated."
-    texts, part, cuts = [x for x in items if type(x) is str], None, None  # `part`: which pre-tokens are parts of a cut one
+    texts, part = [x for x in items if type(x) is str], None  # `part`: which pre-tokens are parts of a cut one
     text = "".join(texts)
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
@@ -657,7 +657,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         chars, cp = _array_bounds(text, edge, self._rules, self._find)
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
-        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part, cuts = self._cut_long(cp, chars, bounds, raw)
+        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
@@ -668,21 +668,15 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     if len(added): bulk.rows.add_flat(*self._met_rows(raw, short[added], starts, lens, b, k1[added], k2[added]))
     kept = bulk.rows.n, bulk.rows.n_ids  # the rows added below are for this call only
     long = np.flatnonzero(lens > _KEY_BYTES)
-    if len(long):  # looked up as `str`, in the cache; long parts of cut pre-tokens merged on their own, without the shortcut
-        pieces = [raw[i:j].decode() for i, j in zip(starts[long].tolist(), bounds[long + 1].tolist())]
-        if part is not None: pieces = [(p,) if c else p for p, c in zip(pieces, part[long].tolist())]  # a part: a tuple
+    if len(long):  # looked up as `str`, in the cache; long parts of cut pre-tokens as `bytes`, merged without the shortcut
+        is_part = part[long].tolist() if part is not None else [False] * len(long)
+        pieces = [raw[i:j] if c else raw[i:j].decode() for i, j, c in zip(starts[long].tolist(), bounds[long + 1].tolist(), is_part)]
         distinct = list(dict.fromkeys(pieces))
         plain = [p for p in distinct if type(p) is str]
         seqs = dict(zip(plain, self._merge_all(plain)))
-        seqs.update((p, self._merge_bytes(p[0].encode())) for p in distinct if type(p) is tuple)
+        seqs.update((p, self._part_ids(p)) for p in distinct if type(p) is bytes)
         row_of = dict(zip(distinct, bulk.rows.add([seqs[p] for p in distinct]).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
-    if cuts is not None:  # each cut pre-token's ids in the cache, under its text: the next call takes them whole
-        names, first, parts = cuts
-        at = rows[np.repeat(first - np.cumsum(parts) + parts, parts) + np.arange(int(parts.sum()))]  # their parts' rows
-        flat, ends = bulk.rows.gather(at).tolist(), np.cumsum(np.add.reduceat(bulk.rows.size[at], np.cumsum(parts) - parts)).tolist()
-        for name, a, b in zip(names, [0, *ends[:-1]], ends):
-            if len(name) <= _CACHE_MAX_CHARS: self._cache[name] = tuple(flat[a:b])
     if counts is not None:  # the text of each pre-token, and the ids of its row
         of = np.searchsorted(np.cumsum([0, *map(len, texts)]), chars[:-1], "right") - 1
         counts += np.bincount(of, bulk.rows.size[rows], len(texts)).astype(np.int64).tolist()
@@ -822,28 +816,29 @@ def _cut_keys(self: Tokenizer) -> tuple:
     return self._crossing
 
 @patch
-def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray,  # a block's code points; its pre-tokens in characters, in bytes
-              raw: bytes  # the block's UTF-8
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, tuple | None]:
-    "Cut the long pre-tokens the cache does not know at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, which pre-tokens are parts, and `(text, first part, parts)` of each cut one (None, None: no cut)."
+def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
     long = np.flatnonzero(np.diff(bounds) > _KEY_BYTES)
-    names = [raw[a:b].decode() for a, b in zip(bounds[long].tolist(), bounds[long + 1].tolist())]
-    new = [i for i, s in enumerate(names) if s not in self._cache]  # a known one takes the cache, whole
-    long, names = long[new], [names[i] for i in new]
-    if not len(long): return chars, bounds, None, None
+    if not len(long): return chars, bounds, None
     size = chars[long + 1] - chars[long] - 1  # the boundaries inside each
     k = np.repeat(chars[long] + 1 - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
     k = k[(cp[k - 1] >= 0x800) & (cp[k] >= 0x800)]  # characters of three or four bytes: CJK, Thai, Devanagari...
     if len(k):
         k = k[~_crossed(cp[k - 1], cp[k], self._cut_keys())]
-    if not len(k): return chars, bounds, None, None
+    if not len(k): return chars, bounds, None
     at = np.searchsorted(chars, k)  # a cut goes before pre-token `at`: inside `at - 1`
     cut = np.zeros(len(chars), bool); cut[at - 1] = True
-    was = np.flatnonzero(cut)  # the cut pre-tokens: where their first part goes, how many parts
-    first, parts = was + np.searchsorted(at, was, "right"), np.bincount(at - 1, minlength=len(chars))[was] + 1
-    which = np.searchsorted(long, was)
-    cuts = ([names[i] for i in which.tolist()], first, parts)
-    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1], cuts
+    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1]
+
+@patch
+def _part_ids(self: Tokenizer, data: bytes  # a part of a cut pre-token, longer than a key
+             ) -> tuple[int, ...]:
+    "The ids of a long part: from the cache, where a part is kept under its bytes (a pre-token is under its text, and may take the shortcut), else merged in full."
+    if (ids := self._cache.get(data)) is None:
+        ids = self._merge_bytes(data)
+        if len(data) <= _CACHE_MAX_CHARS: self._cache[data] = ids
+    return ids
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496
