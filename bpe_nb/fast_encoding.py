@@ -300,6 +300,16 @@ def intern(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # keys; repeats all
     raise _Flooded(f"more than {_MAX_ROUNDS} probing rounds")
 
 # %% ../nbs/04a_fast_encoding.ipynb #0ea7965b
+def _flat(seqs: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    "Tuples of ids as one array of their ids and a count per tuple."
+    counts = np.fromiter(map(len, seqs), np.int64, len(seqs))
+    return np.fromiter(chain.from_iterable(seqs), np.int64, int(counts.sum())), counts
+
+def _seqs(ids: np.ndarray, counts: np.ndarray) -> list[tuple[int, ...]]:
+    "The tuples back: `counts[k]` ids each, taken in order from `ids`."
+    flat, ends = ids.tolist(), np.cumsum(counts).tolist()
+    return [tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+
 class _Rows:
     "The ids of distinct pre-tokens, row after row in one array, with where each row starts and its length."
     def __init__(self):
@@ -308,8 +318,7 @@ class _Rows:
 
     def add(self, seqs: list[tuple[int, ...]]) -> np.ndarray:
         "Append one row per tuple of ids in `seqs`; return their row numbers."
-        sizes = np.fromiter(map(len, seqs), np.int64, len(seqs))
-        return self.add_flat(np.fromiter(chain.from_iterable(seqs), np.int64, int(sizes.sum())), sizes)
+        return self.add_flat(*_flat(seqs))
 
     def add_flat(self, ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         "Append rows of `sizes[k]` ids each, taken in order from `ids`; return their row numbers."
@@ -494,11 +503,6 @@ def _flat_rows(finished: list, n: int  # `(rows, their ids one row after another
     out[np.repeat((np.cumsum(count) - count)[rows] - (np.cumsum(size) - size), size) + np.arange(len(ids))] = ids
     return out, count
 
-def _seqs(ids: np.ndarray, counts: np.ndarray) -> list[tuple[int, ...]]:
-    "Rows of `counts[k]` ids each, taken in order from `ids`, as tuples."
-    flat, ends = ids.tolist(), np.cumsum(counts).tolist()
-    return [tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
-
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
 _CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of a cut pre-token (below), merged without the shortcut
@@ -509,26 +513,15 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
               k1: np.ndarray, k2: np.ndarray  # the new pre-tokens' keys
              ) -> tuple[np.ndarray, np.ndarray]:
     "The ids of pre-tokens met for the first time, and how many each has: a token by its key (`_seed_tokens`), the others (parts of cut pre-tokens too) merged in full; without token keys, by `_new_rows`."
-    if self._token_keys is None:
-        seqs = self._new_rows(raw, starts[new], lens[new], b)
-        counts = np.fromiter(map(len, seqs), np.int64, len(seqs))
-        return np.fromiter(chain.from_iterable(seqs), np.int64, int(counts.sum())), counts
+    if self._token_keys is None: return _flat(self._new_rows(raw, starts[new], lens[new], b))
     table, vals = self._token_keys[:2]
     row = table.get(k1, k2)
-    counts, other = np.ones(len(new), np.int64), np.flatnonzero(row < 0)
-    if not len(other): return vals[row], counts  # all tokens
+    tok, other = np.flatnonzero(row >= 0), np.flatnonzero(row < 0)
+    if not len(other): return vals[row], np.ones(len(new), np.int64)  # all tokens
     at, size = starts[new[other]], lens[new[other]]  # no token, so no shortcut to try: merged in full
-    if len(other) >= _MANY_MIN: merged, n = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
-    else:  # a few: one by one is faster
-        seqs = [self._merge_bytes(raw[i:j]) for i, j in zip(at.tolist(), (at + size).tolist())]
-        n = np.fromiter(map(len, seqs), np.int64, len(seqs))
-        merged = np.fromiter(chain.from_iterable(seqs), np.int64, int(n.sum()))
-    counts[other] = n
-    ids, first = np.empty(int(counts.sum()), np.int64), np.cumsum(counts) - counts
-    tok = np.flatnonzero(row >= 0)
-    ids[first[tok]] = vals[row[tok]]
-    ids[np.repeat(first[other] - (np.cumsum(n) - n), n) + np.arange(len(merged))] = merged
-    return ids, counts
+    if len(other) >= _MANY_MIN: merged = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
+    else: merged = _flat([self._merge_bytes(raw[i:j]) for i, j in zip(at.tolist(), (at + size).tolist())])  # a few: one by one is faster
+    return _flat_rows([(tok, vals[row[tok]], np.ones(len(tok), np.int64)), (other, *merged)], len(new))
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
