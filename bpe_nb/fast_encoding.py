@@ -783,7 +783,7 @@ def _tail_masks(tails: np.ndarray  # tail keys, from `_crossing_keys`
 def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of some boundaries (three or four bytes each: 0x800 and up)
              keys: tuple  # from `_crossing_keys`
             ) -> np.ndarray:
-    "Whether a token may hold bytes on both sides of each boundary: True unless none of its keys is among `keys`."
+    "Whether a token may hold bytes on both sides of each boundary of two characters of three or four bytes (not defined for others): True unless none of its keys is among `keys`."
     pairs, tails, heads = keys
     c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
     hit = _member(pairs, c1 << 21 | c2)  # both whole
@@ -830,7 +830,7 @@ def _part_ids(self: Tokenizer, data: bytes  # a part of a cut pre-token, longer 
     "The ids of a long part: from the cache, where a part is kept under its bytes (a pre-token is under its text, and may take the shortcut), else merged in full."
     if (ids := self._cache.get(data)) is None:
         ids = self._merge_bytes(data)
-        if len(data) <= _CACHE_MAX_CHARS: self._cache[data] = ids
+        if len(data) <= _CACHE_MAX_CHARS: self._cache[data] = ids  # (bytes: no more characters than that)
     return ids
 
 
