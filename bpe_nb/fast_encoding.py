@@ -506,6 +506,7 @@ def _flat_rows(finished: list, n: int  # `(rows, their ids one row after another
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
 _CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of a cut pre-token (below), merged without the shortcut
+_CONCAT_MIN = 256  # new pre-tokens, at least, for `_merge_concat`; fewer are merged one by one (as fast at about 256, o200k, code and CJK)
 
 @patch
 def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text, UTF-8; which of its pre-tokens are met for the first time
@@ -519,7 +520,7 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
     tok, other = np.flatnonzero(row >= 0), np.flatnonzero(row < 0)
     if not len(other): return vals[row], np.ones(len(new), np.int64)  # all tokens
     at, size = starts[new[other]], lens[new[other]]  # no token, so no shortcut to try: merged in full
-    if len(other) >= _MANY_MIN: merged = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
+    if len(other) >= _CONCAT_MIN: merged = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
     else: merged = _flat([self._merge_bytes(raw[i:j]) for i, j in zip(at.tolist(), (at + size).tolist())])  # a few: one by one is faster
     return _flat_rows([(tok, vals[row[tok]], np.ones(len(tok), np.int64)), (other, *merged)], len(new))
 
