@@ -332,19 +332,23 @@ def test_a_part_that_is_an_unreachable_token_is_merged(bulk_always, run):
     assert ours.encode_ordinary(run) == [256] == reference.encode_ordinary(run)  # whole, it is the token
 
 
+def text_and_tokens(pool: str, pieces: list[bytes], rnd) -> tuple[str, set[bytes]]:
+    "60 random characters of `pool`, and tokens cut out of its bytes (a random span each: any start, any end), plus arbitrary bytes."
+    text = "".join(rnd.choice(pool) for _ in range(60))
+    data = text.encode()
+    tokens = {bytes(rnd.choice(pieces))}
+    for p in pieces:
+        a = p[0] % len(data); tokens.add(data[a:a + 1 + len(p)])
+    return text, tokens
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False))
 def test_crossed_covers_every_token_that_spans_a_boundary(pieces, rnd):
     "`_crossed` against brute force: for random tokens cut out of text of 2-, 3- and 4-byte characters (starting or ending inside any character), every boundary of two characters of three or four bytes that some token spans is reported crossed."
-    pool = "中文日本語乭字😀𠀋éßกनि"
-    text = "".join(rnd.choice(pool) for _ in range(60))
+    text, tokens = text_and_tokens("中文日本語乭字😀𠀋éßกनि", pieces, rnd)
     data = text.encode()
-    tokens = set()
-    for p in pieces:  # a token: a random span of the text's bytes (any start, any end)
-        a = p[0] % len(data); tokens.add(data[a:a + 1 + len(p)])
-    tokens |= {bytes(rnd.choice(pieces))}  # and arbitrary bytes
-    wide = [t for t in tokens if max(t) >= 0xE0]
-    keys = fe._crossing_keys(wide)
+    keys = fe._crossing_keys([t for t in tokens if max(t) >= 0xE0])
     starts = [len(text[:i].encode()) for i in range(len(text) + 1)]
     for i in range(1, len(text)):
         c1, c2 = text[i - 1], text[i]
@@ -372,12 +376,7 @@ def crossed_by_search(c1, c2, keys):
 @given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False))
 def test_crossed_equals_its_definition(pieces, rnd):
     "`_crossed` (a table per tail length, heads only after a character that ends one) against every key looked up by search, on boundaries of 3- and 4-byte characters: both ways, no boundary reported crossed that no key matches."
-    pool = "中文日本語乭字😀𠀋กนิ\uffff\u0800"
-    text = "".join(rnd.choice(pool) for _ in range(60))
-    data = text.encode()
-    tokens = {bytes(rnd.choice(pieces))}
-    for p in pieces:
-        a = p[0] % len(data); tokens.add(data[a:a + 1 + len(p)])
+    text, tokens = text_and_tokens("中文日本語乭字😀𠀋กนิ\uffff\u0800", pieces, rnd)
     keys = fe._crossing_keys([t for t in tokens if max(t) >= 0xE0])
     c1 = np.array([ord(c) for c in text[:-1]]); c2 = np.array([ord(c) for c in text[1:]])
     assert fe._crossed(c1, c2, keys).tolist() == crossed_by_search(c1, c2, keys)
