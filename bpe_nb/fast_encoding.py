@@ -33,7 +33,7 @@ from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_
                             replay_steps)
 from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
                                      gpt2_starts as _gpt2_starts, array_bounds as _array_bounds,
-                                     byte_bounds as _byte_bounds)  # chapter 00a
+                                     pretoken_starts as _pretoken_starts, byte_bounds as _byte_bounds)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -595,7 +595,7 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch
-def _encode_bulk(self: Tokenizer, items: list,  # texts (pure ASCII for GPT-2's pattern), and tuples of ids to put between them
+def _encode_bulk(self: Tokenizer, items: list,  # texts, and tuples of ids to put between them
                  out: list[int] | None  # None: return the ids instead (an array; a list if the block took the regex path)
                 ):
     "Append the ids of `items` to `out`: pre-tokens found by `_gpt2_starts` or `_array_bounds`, known by key, new ones merged together."
@@ -646,9 +646,9 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     text = "".join(texts)
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
-    if self._rules is None: raw = text.encode("ascii"); chars = bounds = _gpt2_starts(np.frombuffer(raw, np.uint8), edge)
-    else:
-        chars, cp = _array_bounds(text, edge, self._rules, self._find)
+    if self._rules is None and text.isascii(): raw = text.encode("ascii"); chars = bounds = _gpt2_starts(np.frombuffer(raw, np.uint8), edge)
+    else:  # (GPT-2's pattern on text that is not ASCII: chapter 00a's `pretoken_starts`, with the code points)
+        chars, cp = _array_bounds(text, edge, self._rules, self._find) if self._rules else _pretoken_starts(text, edge, GPT2_PATTERN)
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
         if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
@@ -859,7 +859,7 @@ def _safe_blocks(text: str, size: int) -> Iterator[str]:
 @patch
 def _encode_split(self: Tokenizer, parts: list[str],  # text, special token, text, ... as `rx.split` gives them
                   out: list[int]) -> list[int]:
-    "Append the ids of `parts` to `out` and return it (a new list if `out` is empty); long texts take the bulk path (GPT-2's pattern: their pure-ASCII stretches)."
+    "Append the ids of `parts` to `out` and return it (a new list if `out` is empty); long texts take the bulk path."
     try: return self._encode_parts(parts, out)
     finally: self._trim_cache()
 
@@ -875,7 +875,9 @@ def _joined(done: list, out: list[int]) -> list[int]:
 def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]) -> list[int]:
     "The work of `_encode_split`: the regex path, or blocks for the bulk path."
     specials = self.special_tokens
-    if not self._bulk_ok or sum(map(len, parts[::2])) < (_BULK_MIN if self._rules is None else _ARRAY_MIN):
+    texts = parts[::2]
+    least = _BULK_MIN if self._rules is None and all(map(str.isascii, texts)) else _ARRAY_MIN  # (`regex` is slower than `re`)
+    if not self._bulk_ok or sum(map(len, texts)) < least:
         for i, part in enumerate(parts):
             if i & 1: out.append(specials[part])
             elif part: self._encode_ordinary(part, out)
@@ -886,20 +888,12 @@ def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]) -> list[int
             if items: items.append((specials[part],))
             else: done.append([specials[part]])
             continue
-        whole = self._rules is not None or part.isascii()  # the array path takes any text
-        for a, b, plain in ((0, len(part), True),) if whole else _stretches(part):
-            if a == b: continue
-            if not plain:  # the regex path, its ids in the block
-                ids = []; self._encode_ordinary(part[a:b], ids)
-                if items: items.append(tuple(ids))
-                else: done.append(ids)
-                continue
-            for block in _safe_blocks(part[a:b], _BULK_BLOCK):
-                if len(block) > _BULK_MAX:  # no safe cut for that long: the regex path, after the block so far
-                    if items: done.append(self._encode_bulk(items, None)); items, size = [], 0
-                    ids = []; self._encode_ordinary(block, ids); done.append(ids); continue
-                items.append(block); size += len(block)
-                if size >= _BULK_BLOCK: done.append(self._encode_bulk(items, None)); items, size = [], 0
+        for block in _safe_blocks(part, _BULK_BLOCK) if part else ():
+            if len(block) > _BULK_MAX:  # no safe cut for that long: the regex path, after the block so far
+                if items: done.append(self._encode_bulk(items, None)); items, size = [], 0
+                ids = []; self._encode_ordinary(block, ids); done.append(ids); continue
+            items.append(block); size += len(block)
+            if size >= _BULK_BLOCK: done.append(self._encode_bulk(items, None)); items, size = [], 0
     if items: done.append(self._encode_bulk(items, None))
     return _joined(done, out)
 
@@ -960,7 +954,7 @@ def decode_batch(self: Tokenizer, batch: Iterable[Iterable[int]],  # sequences o
 def _encode_gathered(tok: Tokenizer, texts: list[str], rx  # `rx`: the special tokens to honour, as `_encode` takes it
                     ) -> list[list[int]] | None:
     "The ids of many short texts, their text parts through the array path together; None when that does not apply."
-    if (tok._rules is None or not tok._bulk_ok or len(texts) < 2 or max(map(len, texts)) > _BULK_BLOCK
+    if (not tok._bulk_ok or len(texts) < 2 or max(map(len, texts)) > _BULK_BLOCK
             or sum(map(len, texts)) < _ARRAY_MIN): return None
     parts = [[t] if rx is None else rx.split(t) for t in texts]  # text, special, text, ...
     strs = [p for ps in parts for p in ps[::2] if p]

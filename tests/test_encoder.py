@@ -160,7 +160,8 @@ def test_mostly_ascii_text_is_cut(gpt2, reference, monkeypatch):
     "On the regex path, a long English text with a few non-ASCII characters goes through the cutting path, and equals tiktoken."
     text = BUNDLED.read_text(encoding="utf-8")
     assert not text.isascii()
-    monkeypatch.setattr(fast, "_BULK_MIN", 1 << 40)  # the bulk path cuts such a text itself (tested below)
+    monkeypatch.setattr(fast, "_BULK_MIN", 1 << 40)  # the regex path: the bulk path takes such a text whole (tested below)
+    monkeypatch.setattr(fast, "_ARRAY_MIN", 1 << 40)
     calls = []
     real = fast._find_mixed
     monkeypatch.setattr(fast, "_find_mixed", lambda *a: calls.append(a[0]) or real(*a))
@@ -1380,12 +1381,14 @@ def test_bulk_path_is_taken_only_where_it_applies(gpt2_files, monkeypatch):
     long_ascii = "It rained all day and we stayed in. " * 2000
     Tokenizer(*gpt2_files).encode(long_ascii[:1000])  # short
     Tokenizer(*gpt2_files, pattern=R50K_PATTERN).encode(long_ascii)  # a pattern without array rules
-    Tokenizer(*gpt2_files).encode("café " * 20_000)  # no pure-ASCII text
+    Tokenizer(*gpt2_files).encode("café " * 3000)  # short: not ASCII, so `_ARRAY_MIN` decides
     assert calls == []
     Tokenizer(*gpt2_files).encode(long_ascii)
     assert calls == [1]
     Tokenizer(*gpt2_files, pattern=CL100K_PATTERN).encode("café " * 20_000)  # array rules: any text (04a)
     assert calls == [1, 1]
+    Tokenizer(*gpt2_files).encode("café 中文 " * 20_000)  # GPT-2's pattern: any text too (chapter 00a)
+    assert calls == [1, 1, 1]
 
 
 def test_bulk_path_with_sparse_and_huge_ids(monkeypatch):
