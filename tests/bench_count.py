@@ -2,11 +2,14 @@
 against nanochat's rustbpe, side by side on one corpus, each run in a fresh process.
 
 Run from the repository root:
-    python tests/bench_count.py [--mb 256] [--rounds 2] [--workers 2] [--corpus PATH] [--keep]
+    python tests/bench_count.py [--mb 256] [--rounds 2] [--workers 2] [--corpus PATH | --mixed]
 
 The corpus is built deterministically from the machine's own text (the .py/.h/.txt/.md/.rst files under
 /usr/lib/python3*, /usr/include, /usr/share and the running venv's lib, sorted by path, each followed by <|endoftext|>,
 repeated until --mb MiB; as tests/bench_train.py --scale) in a temporary directory, unless --corpus is given.
+With --mixed it is built from English with CJK instead (tests/bench_encode.py's mixed text, about a seventh of its
+bytes CJK, its paragraphs shuffled with a fixed seed for each copy): few distinct pre-tokens, but every block holds
+characters outside ASCII.
 Each round runs, in fresh processes and in this order:
   count-array  `count_file(path, [EOT], workers)` with GPT-2's pattern (the array path of chapter 00a);
   count-regex  the same with the array path switched off (`chunking.ARRAY_PATTERNS = frozenset()`);
@@ -86,6 +89,21 @@ def build_corpus(path: Path, mb: int) -> str:
     return h.hexdigest()
 
 
+def build_mixed_corpus(path: Path, mb: int) -> str:
+    "English with CJK (the mixed text of tests/bench_encode.py), its paragraphs shuffled afresh (seeded) for each copy, up to `mb` MiB at `path`; its SHA-256."
+    sys.path.insert(0, str(ROOT / "tests"))
+    import random
+    from bench_encode import encoding_text
+    paras, rng = encoding_text("mixed").split("\n"), random.Random(0)
+    target, n, h = mb << 20, 0, hashlib.sha256()
+    with path.open("wb") as f:
+        while n < target:
+            rng.shuffle(paras)
+            data = ("\n".join(paras).replace(EOT, "") + EOT).encode("utf-8")
+            f.write(data); h.update(data); n += len(data)
+    return h.hexdigest()
+
+
 def run(tool: str, path: Path, workers: int) -> dict:
     env = dict(os.environ, RAYON_NUM_THREADS=str(workers),
                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -103,12 +121,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--corpus", type=Path, default=None, help="use this file instead of building one")
+    ap.add_argument("--mixed", action="store_true", help="build the corpus from English/CJK text (a seventh of its bytes CJK) instead")
     ap.add_argument("--tools", nargs="+", default=["count-array", "count-regex", "bpe_nb", "rustbpe"])
     a = ap.parse_args()
     print(f"command: python {' '.join(sys.argv)}\ncpus: {os.cpu_count()}, load: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as d:
         path = a.corpus or Path(d) / "corpus.txt"
-        if a.corpus is None: print(f"corpus: {a.mb} MiB, sha256 {build_corpus(path, a.mb)[:16]}")
+        if a.corpus is None:
+            kind, build = ("English/CJK", build_mixed_corpus) if a.mixed else ("the machine's own text", build_corpus)
+            print(f"corpus: {a.mb} MiB of {kind}, sha256 {build(path, a.mb)[:16]}")
         else: print(f"corpus: {path} ({path.stat().st_size / 2**20:.0f} MiB)")
         rows = []
         for k in range(a.rounds):
@@ -118,7 +139,8 @@ def main():
         best = {t: min((r for r in rows if r["tool"] == t), key=lambda r: r["seconds"]) for t in a.tools}
         counts = {r["digest"] for r in rows if r["tool"].startswith("count")}
         merges = {r["digest"] for r in rows if r["tool"] == "bpe_nb"}
-        print(f"counts identical (array == regex, every run): {len(counts) == 1}; bpe_nb merges the same every run: {len(merges) == 1}")
+        if counts: print(f"counts identical (array == regex, every run): {len(counts) == 1}")
+        if merges: print(f"bpe_nb merges the same every run: {len(merges) == 1}")
         for t, r in best.items(): print(f"best {t:12} {r['seconds']:7.2f} s wall  {r['cpu_s']:7.2f} s CPU  peak {r['peak_mb']} MB (+ largest child {r['child_peak_mb']} MB)")
         if "count-array" in best and "count-regex" in best:
             print(f"counting: array path {best['count-regex']['seconds'] / best['count-array']['seconds']:.2f}x faster than regex (wall)")
