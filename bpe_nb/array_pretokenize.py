@@ -231,11 +231,10 @@ def _suffixes(cp: np.ndarray, f: np.ndarray, first: np.ndarray, stop: np.ndarray
     q = quotes[_before(f, first, quotes) <= LO]
     k = _contraction_len(cp, q, stop)
     q, k = q[k > 0], k[k > 0]
-    while True:  # one right after another one's letter does not count; dropping it frees its letters: repeat
-        tk = np.append(_spans(q, q + k), len(cp))
-        ok = tk[np.searchsorted(tk, q - 1)] != q - 1
-        if ok.all(): return q, k
-        q, k = q[ok], k[ok]
+    i = np.arange(len(q))  # one right after another one's letter does not count, which frees its letters for the next:
+    chain = np.maximum.accumulate(np.where(np.r_[False, q[1:] == (q + k)[:-1]], 0, i)) if len(q) else i
+    keep = (i - chain) % 2 == 0  # in a chain, each right after the one before, every other one counts, from the first
+    return q[keep], k[keep]
 
 def _whitespace_starts(start, f, grp, first, fi, nlp, rules: ArrayRules):  # fi: where the texts start; nlp: the newlines
     r"Set the starts inside whitespace runs and after them: `\s++$`, `\s*[\r\n]+`, `\s+(?!\S)`, `\s`, and ` ?` before punctuation."

@@ -64,6 +64,19 @@ def test_array_bounds_dense_random(pattern, rules):
         assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
 
 
+CHAINS = list("aAsSdDmMtTlLvVe" + "ErR" + "'" * 4) + ["ſ", "é", "中", " ", "\u0301"]  # contractions in every case, chained
+
+
+@pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
+def test_chains_of_contractions_equal_regex(pattern, rules):
+    "Contractions one right after another (`a'S'S'Se`): in o200k's rules every other one of a chain is a suffix."
+    rng, rx = random.Random(11), compile_pattern(pattern)
+    for _ in range(3000):
+        parts = ["".join(rng.choices(CHAINS, k=rng.randint(1, 24))) for _ in range(rng.randint(1, 2))]
+        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
+    for t in ["a'S'S'Se", "x's's's'sy", "é'LL'VE'REx", "a'T'M'De'D"]: assert array_pieces(rules, pattern, [t]) == rx.findall(t)
+
+
 def test_contraction_letters_match_regex():
     "The letters `(?i)` folds onto s d m t (one-letter contractions) and onto l v r e, over every code point."
     every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
