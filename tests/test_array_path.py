@@ -411,3 +411,16 @@ def test_a_special_token_inside_a_cut_run_and_the_cache(real_pair, bulk_always):
     assert parts and all(len(k) > 15 and k.decode() not in ours._cache for k in parts)  # under its bytes, never its text
     ours._cache[parts[0]] = (-1,)  # a marker: the next call takes the long part from the cache
     assert -1 in ours.encode(text)
+
+
+def test_unicode_tables_are_tiktokens():
+    "Each code point is a letter (of each case), a mark, a digit or whitespace for `regex` exactly when it is for tiktoken's Rust regex."
+    # Other Unicode tables class a newer character otherwise (Unicode 17 made U+0295 Lo; `regex` 2025.10 has them, tiktoken 0.14
+    # does not) and give other ids: settings.ini pins `regex` to releases with tiktoken's tables; this says when that goes wrong.
+    import tiktoken
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    ranks = {bytes([i]): i for i in range(256)}
+    for cls in [r"\p{L}", r"\p{Lu}", r"\p{Ll}", r"\p{Lt}", r"\p{Lm}", r"\p{Lo}", r"\p{M}", r"\p{N}", r"\s"]:
+        enc = tiktoken.Encoding(name="classes", pat_str=cls, mergeable_ranks=ranks, special_tokens={})
+        rust, ours = set(enc.decode_bytes(enc.encode_ordinary(every)).decode("utf-8")), set(regex.findall(cls, every))
+        assert rust == ours, (cls, regex.__version__, [f"U+{ord(c):04X}" for c in sorted(rust ^ ours)[:8]])
