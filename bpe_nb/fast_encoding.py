@@ -647,8 +647,9 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     edge = np.zeros(len(text) + 1, bool)
     edge[np.cumsum([0, *map(len, texts)])] = True
     if self._rules is None and text.isascii(): raw = text.encode("ascii"); chars = bounds = _gpt2_starts(np.frombuffer(raw, np.uint8), edge)
-    else:  # (GPT-2's pattern on text that is not ASCII: chapter 00a's `pretoken_starts`, with the code points)
-        chars, cp = _array_bounds(text, edge, self._rules, self._find) if self._rules else _pretoken_starts(text, edge, GPT2_PATTERN)
+    else:
+        chars, cp = (_array_bounds(text, edge, self._rules, self._find) if self._rules is not None
+                     else _pretoken_starts(text, edge, GPT2_PATTERN))  # GPT-2's pattern on text that is not ASCII
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
         if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
