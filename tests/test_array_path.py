@@ -55,13 +55,18 @@ def test_array_bounds_equal_regex(pattern, rules, parts):
     assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)]
 
 
+def check_random_parts(pattern, rules, alphabet, seed, longest, most):
+    "3,000 draws of 1 to `most` texts of 1 to `longest` characters of `alphabet`: the array rules find `regex`'s pre-tokens."
+    rng, rx = random.Random(seed), compile_pattern(pattern)
+    for _ in range(3000):
+        parts = ["".join(rng.choices(alphabet, k=rng.randint(1, longest))) for _ in range(rng.randint(1, most))]
+        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
+
+
 @pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
 def test_array_bounds_dense_random(pattern, rules):
     "Short texts over the singled-out characters only: every rule's corner cases, thousands of times."
-    rng, rx = random.Random(7), compile_pattern(pattern)
-    for _ in range(3000):
-        parts = ["".join(rng.choices(SPECIAL, k=rng.randint(1, 10))) for _ in range(rng.randint(1, 3))]
-        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
+    check_random_parts(pattern, rules, SPECIAL, seed=7, longest=10, most=3)
 
 
 CHAINS = list("aAsSdDmMtTlLvVe" + "ErR" + "'" * 4) + ["ſ", "é", "中", " ", "\u0301"]  # contractions in every case, chained
@@ -70,10 +75,8 @@ CHAINS = list("aAsSdDmMtTlLvVe" + "ErR" + "'" * 4) + ["ſ", "é", "中", " ", "\
 @pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
 def test_chains_of_contractions_equal_regex(pattern, rules):
     "Contractions one right after another (`a'S'S'Se`): in o200k's rules every other one of a chain is a suffix."
-    rng, rx = random.Random(11), compile_pattern(pattern)
-    for _ in range(3000):
-        parts = ["".join(rng.choices(CHAINS, k=rng.randint(1, 24))) for _ in range(rng.randint(1, 2))]
-        assert array_pieces(rules, pattern, parts) == [p for t in parts for p in rx.findall(t)], parts
+    check_random_parts(pattern, rules, CHAINS, seed=11, longest=24, most=2)
+    rx = compile_pattern(pattern)
     for t in ["a'S'S'Se", "x's's's'sy", "é'LL'VE'REx", "a'T'M'De'D"]: assert array_pieces(rules, pattern, [t]) == rx.findall(t)
 
 
