@@ -149,7 +149,8 @@ def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarra
     t = np.flatnonzero(x[1:] != x[:-1])  # one pass: a start, an end, a start, ...
     s = np.flatnonzero(first); s = s[s > 0]; s = s[m[s] & m[s - 1]]  # runs that go on across a text's start
     if not len(s): return t[::2], t[1::2]
-    return np.sort(np.concatenate([t[::2], s])), np.sort(np.concatenate([t[1::2], s]))
+    a, b = t[::2], t[1::2]  # (a few cuts: inserted where they go, not sorted in)
+    return np.insert(a, np.searchsorted(a, s), s), np.insert(b, np.searchsorted(b, s), s)
 
 def _run_end(m: np.ndarray, first: np.ndarray, p: np.ndarray) -> np.ndarray:
     "Where the run of True in `m` that each position `p` is in ends: the next position not in `m`, a text's start, or `len(m)`."

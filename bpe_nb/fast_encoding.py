@@ -203,8 +203,11 @@ def _piece_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; wh
     "Each pre-token of at most 15 bytes as two uint64: its first 8 bytes, then its next 7 and its length."
     pad = np.concatenate([b, np.zeros(16, np.uint8)])
     at = np.ndarray((len(b) + 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
-    k1 = at[starts].astype(np.uint64) & _FIRST[np.minimum(lens, 8)]
-    k2 = at[starts + 8].astype(np.uint64) & _FIRST[np.clip(lens - 8, 0, 7)] | lens.astype(np.uint64)
+    first = at.take(starts) if 16 * len(starts) > len(b) else at[starts]  # (`take` copies `at` whole first: worth it for many)
+    k1 = first.astype(np.uint64) & _FIRST[np.minimum(lens, 8)]
+    k2 = lens.astype(np.uint64)
+    nine = np.flatnonzero(lens > 8)  # only these have a second part
+    k2[nine] |= at[starts[nine] + 8].astype(np.uint64) & _FIRST[lens[nine] - 8]
     return k1, k2
 
 # %% ../nbs/04a_fast_encoding.ipynb #3762f05f
@@ -225,9 +228,10 @@ class _KeyTable:
         self.row = np.zeros(1 << bits, np.int64)
 
     def _slots(self, k1, k2):
-        h = k1 * self.mix[0] ^ k2 * self.mix[1]
+        h = k1 * self.mix[0]; h ^= k2 * self.mix[1]  # (in place: few temporaries, on arrays of a whole block's keys)
         h ^= h >> np.uint64(32)  # the low bits' say in the top bits, which pick the slot
-        return (h * self.mix[2] >> np.uint64(64 - self.bits)).astype(np.int64)
+        h *= self.mix[2]; h >>= np.uint64(64 - self.bits)
+        return h.view(np.int64)
 
 # %% ../nbs/04a_fast_encoding.ipynb #3530c990
 _WINDOW = np.arange(16)  # after the first probe, a key looks at this many slots at once
@@ -278,25 +282,29 @@ def intern(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # keys; repeats all
     "The row of each key, adding the absent ones; also the positions of the keys that were added, in row order."
     out, added, at, slot = np.empty(len(k1), np.int64), [], np.arange(len(k1)), self._slots(k1, k2)
     claim = np.empty(1 << self.bits, np.int64)  # slot -> a key that claims it this round
+    q1, q2 = k1, k2  # the keys at `at` (no copy in the first round)
     for _ in range(_MAX_ROUNDS):  # a round: each key meets itself (done), an empty slot (claimed), or another key (next slot)
         if not len(at): return out, np.concatenate(added) if added else np.zeros(0, np.int64)
         t2 = self.k2[slot]
-        hit = (t2 == k2[at]) & (self.k1[slot] == k1[at])
+        hit = t2 == q2; hit &= self.k1[slot] == q1
         out[at[hit]] = self.row[slot[hit]]
         empty = np.flatnonzero(t2 == 0)
         se = slot[empty]
         claim[se[::-1]] = empty[::-1]  # one claim per slot wins, no sort: the write that lands last (the earliest key)
         first = empty[claim[se] == empty]
+        del empty, se  # (the first round's arrays are as long as the block: each freed as soon as it is done with)
         if 2 * (self.n + len(first)) > 1 << self.bits:  # the claims would fill it over half: grow, and probe afresh
             self._grow(len(first)); claim = np.empty(1 << self.bits, np.int64)
-            at = at[~hit]; slot = self._slots(k1[at], k2[at])
+            at, q1, q2 = at[~hit], q1[~hit], q2[~hit]; slot = self._slots(q1, q2)
             continue
         win, ws = at[first], slot[first]
         new = rows[win] if isinstance(rows, np.ndarray) else rows + sum(map(len, added)) + np.arange(len(win))
         self.k1[ws], self.k2[ws], self.row[ws] = k1[win], k2[win], new
         out[win] = new; added.append(win); self.n += len(win)
         go = ~hit; go[first] = False  # the other claimants stay put: next round they meet the new key
-        at, slot = at[go], np.where(t2[go] != 0, (slot[go] + 1) & ((1 << self.bits) - 1), slot[go])
+        on = t2[go] != 0; del t2, hit  # past another key: the next slot
+        at = at[go]; q1 = q1[go]; q2 = q2[go]; slot = slot[go]
+        slot[on] += 1; slot &= (1 << self.bits) - 1
     raise _Flooded(f"more than {_MAX_ROUNDS} probing rounds")
 
 # %% ../nbs/04a_fast_encoding.ipynb #0ea7965b
@@ -541,9 +549,11 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
     pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
     at = np.ndarray((pad.size - 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
     def look(base, a, b, lim):  # the id of each span [a, b) of the rows at `base`, `none` if it is no token (below `lim`)
-        size = b - a
-        k1 = at[base + a].astype(np.uint64) & _FIRST[np.minimum(size, 8)]
-        k2 = at[base + a + 8].astype(np.uint64) & _FIRST[np.clip(size - 8, 0, 7)] | size.astype(np.uint64)
+        size, s = b - a, base + a
+        k1 = at[s].astype(np.uint64) & _FIRST[np.minimum(size, 8)]
+        k2 = size.astype(np.uint64)
+        nine = np.flatnonzero(size > 8)  # only these have a second part (as in `_piece_keys`)
+        k2[nine] |= at[s[nine] + 8].astype(np.uint64) & _FIRST[size[nine] - 8]
         row = table.get(k1, k2)
         found = np.where(row >= 0, vals[row], none)
         return np.where(found < lim, found, none)
@@ -653,6 +663,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         raw = text.encode("utf-8")
         bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
         if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
+        del cp  # (its memory is free for the key table's work)
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
@@ -822,9 +833,12 @@ def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.nda
     if len(k):
         k = k[~_crossed(cp[k - 1], cp[k], self._cut_keys())]
     if not len(k): return chars, bounds, None
-    at = np.searchsorted(chars, k)  # a cut goes before pre-token `at`: inside `at - 1`
-    cut = np.zeros(len(chars), bool); cut[at - 1] = True
-    return np.insert(chars, at, k), np.insert(bounds, at, _byte_bounds(cp, k)), np.insert(cut, at, True)[:-1]
+    pos = np.searchsorted(chars, k) + np.arange(len(k))  # where the cuts land among the new bounds (one `np.insert` for all three)
+    keep = np.ones(len(chars) + len(k), bool); keep[pos] = False
+    new_chars, new_bounds = np.empty(len(keep), np.int64), np.empty(len(keep), np.int64)
+    new_chars[keep], new_chars[pos], new_bounds[keep], new_bounds[pos] = chars, k, bounds, _byte_bounds(cp, k)
+    part = np.zeros(len(keep), bool); part[pos] = True; part[pos - 1] = True  # the pieces on both sides of a cut
+    return new_chars, new_bounds, part[:-1]
 
 @patch
 def _part_ids(self: Tokenizer, data: bytes  # a part of a cut pre-token, longer than a key
@@ -880,12 +894,14 @@ def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]) -> list[int
     least = _BULK_MIN if self._rules is None and all(map(str.isascii, texts)) else _ARRAY_MIN  # (`regex` is slower than `re`)
     if not self._bulk_ok or sum(map(len, texts)) < least:
         for i, part in enumerate(parts):
-            if i & 1: out.append(specials[part])
+            if i & 1:
+                if part is not None: out.append(specials[part])
             elif part: self._encode_ordinary(part, out)
         return out
     done, items, size = [], [], 0  # the ids so far (arrays and lists); a block: texts, and the ids of what goes between them
     for i, part in enumerate(parts):
         if i & 1:
+            if part is None: continue  # a cut between two texts (`RanksTokenizer`'s slices): no pre-token crosses it
             if items: items.append((specials[part],))
             else: done.append([specials[part]])
             continue
@@ -893,8 +909,8 @@ def _encode_parts(self: Tokenizer, parts: list[str], out: list[int]) -> list[int
             if len(block) > _BULK_MAX:  # no safe cut for that long: the regex path, after the block so far
                 if items: done.append(self._encode_bulk(items, None)); items, size = [], 0
                 ids = []; self._encode_ordinary(block, ids); done.append(ids); continue
+            if size and size + len(block) > 2 * _BULK_BLOCK: done.append(self._encode_bulk(items, None)); items, size = [], 0
             items.append(block); size += len(block)
-            if size >= _BULK_BLOCK: done.append(self._encode_bulk(items, None)); items, size = [], 0
     if items: done.append(self._encode_bulk(items, None))
     return _joined(done, out)
 

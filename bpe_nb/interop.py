@@ -34,7 +34,8 @@ from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS, bytes_t
     special_pattern, check_pattern, compile_pattern,
     printable_to_bytes)
 from .naive import BPEModel
-from .encoder import GPT2FileError, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges
+from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
+    refuse_disallowed)
 from .chunking import atomic_write
 from bpe_nb.artifacts import (MAX_ID, MAX_SPECIAL_TOKENS, SINGLE_BYTES, TRUSTED_PATTERNS, ArtifactError, check_id, of_kind,
     check_pattern_trust, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
@@ -705,18 +706,34 @@ def encode(self: RanksTokenizer, text: str, *, allowed_special=None, disallowed_
     "`Tokenizer.encode`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    out = []
-    for part in parts: out += Tokenizer.encode(self, part, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    return out  # (`+=` extends in C; a comprehension would step through every id in Python)
+    if allowed_special is None and disallowed_special is None: rx, bad = self._special_rx, None  # every registered one
+    else: rx, bad = self._special_rules(allowed_special, disallowed_special)  # tiktoken's rules
+    at = 0
+    for part in parts:  # Meta's tiktoken looks for a disallowed one slice by slice; the index is in the whole text
+        if bad is not None: refuse_disallowed(part, bad, at)
+        at += len(part)
+    return self._encode_slices(parts, [rx] * len(parts))
 
 @patch
 def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     "`Tokenizer.encode_ordinary`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode_ordinary(self, text)
+    return self._encode_slices(parts, [None] * len(parts))
+
+@patch
+def _encode_slices(self: RanksTokenizer, slices: list[str], rxs: list  # Meta's slices of a text; the special-token regex of each
+                  ) -> list[int]:
+    "The ids of `slices`, one after another: one call of chapter 04a's `_encode_split`, a cut (`None`) between two slices."
+    parts = []
+    for k, (s, rx) in enumerate(zip(slices, rxs)):
+        if k: parts.append(None)
+        parts += [s] if rx is None else rx.split(s)
+    try: return self._encode_split(parts, [])
+    except (UnicodeEncodeError, NotCovered): pass  # rare: slice by slice, where `_encode` repairs or names the fault
     out = []
-    for part in parts: out += Tokenizer.encode_ordinary(self, part)
-    return out
+    for s, rx in zip(slices, rxs): out += self._encode(s, rx)
+    return out  # (`+=` extends in C; a comprehension would step through every id in Python)
 
 # %% ../nbs/05a_interop.ipynb #meta0b02
 @patch

@@ -204,6 +204,27 @@ def test_long_texts_are_cut_where_meta_cuts_them(sample_text):
     assert tok.encode(text, allowed_special="all") == ref.encode(text, bos=False, eos=False, allowed_special="all")
 
 
+def test_the_slices_of_a_text_go_to_the_bulk_path_together(sample_text):
+    "Llama 4: a text of two slices in one bulk call, with a special token across the cut (Meta finds it in neither slice), a lone surrogate, and a disallowed token's index in the whole text."
+    tok, ref = interop.get_encoding("llama4", FILES["llama4"]), _meta("llama4")
+    wide = wide_text(random.Random(3), 200)
+    body = (sample_text + wide) * (400_000 // len(sample_text + wide) + 1)
+    text = body[:400_000 - 3] + "<|eot|>" + body[:5000]  # the special token straddles the cut at 400,000
+    calls, orig = [], fe.Tokenizer._bulk_ids
+    def spy(self, items, *a, **k): calls.append(len(items)); return orig(self, items, *a, **k)
+    fe.Tokenizer._bulk_ids = spy
+    try:
+        for kw in ({}, {"allowed_special": "all"}):
+            assert tok.encode(text, **kw) == ref.encode(text, bos=False, eos=False, **kw)
+        assert tok.encode_ordinary(text) == ref.encode(text, bos=False, eos=False, allowed_special=set())
+    finally: fe.Tokenizer._bulk_ids = orig
+    assert all(n >= 3 for n in calls)  # each text's two slices (and the second's safe blocks) in one call
+    odd = body[:400_010] + "\ud800" + body[:300]  # a lone surrogate: slice by slice, repaired as tiktoken does
+    assert tok.encode_ordinary(odd) == ref.encode(odd, bos=False, eos=False, allowed_special=set())
+    with pytest.raises(ValueError, match="at index 400010"):
+        tok.encode("x" * 10 + body[:400_000] + "<|eot|>", disallowed_special="all")
+
+
 def test_encode_batch_cuts_each_text_where_meta_cuts_it(sample_text):
     "A batch of long and short texts: each text's ids are Meta's `encode` of it (the long ones cut, the short ones whole)."
     tok, ref = interop.get_encoding("llama3", FILES["llama3"]), _meta("llama3")
