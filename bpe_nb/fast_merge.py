@@ -436,6 +436,7 @@ def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; 
         pair_counts, where = count_pairs(ws, freq)
         pair_counts = {p: c for p, c in pair_counts.items() if run.allowed(p)}
         merge_loop(run, pair_counts, lambda pair, new: apply_merge(pair, new, ws, freq, where)); return
+    del words  # (`_flat_loop` frees the run's list of pre-tokens once flattened: no reference here may keep it)
     enabled = gc.isenabled()
     gc.disable()
     try: _flat_loop(run)

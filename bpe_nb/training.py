@@ -4,6 +4,7 @@
 
 # %% ../nbs/03a_training.ipynb #61466538
 from __future__ import annotations
+import gc
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
@@ -15,7 +16,8 @@ __all__ = ['TRAINERS', 'BASES', 'train_bpe', 'train_from_iterator']
 from . import load_speedups
 from .pretokenize import GPT2_PATTERN, check_special_tokens
 from .naive import BPEModel, TrainingRun, train_naive
-from .incremental import train_incremental
+from .incremental import FAST_LOOPS, train_incremental
+from .fast_merge import fast_merge_loop, train_incremental_fast
 from .chunking import count_documents, count_file, renamed_block_size
 
 # %% ../nbs/03a_training.ipynb #224df12a
@@ -38,9 +40,19 @@ def _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequenc
     return None, specials, specials, limits, GPT2_PATTERN if pattern is None else pattern
 
 def _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base) -> BPEModel:
-    "Run the trainer on `counts`: from scratch, or continuing `base`."
-    if base is None: return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
-    return _bases()["train"](base, counts, vocab_size, specials, trainer, tie_break, progress, **limits)
+    "Run the trainer on `counts` (emptied on the way: the callers read what they need from them first): from scratch, or continuing `base`."
+    if base is not None: return _bases()["train"](base, counts, vocab_size, specials, trainer, tie_break, progress, **limits)
+    if TRAINERS[trainer] is not train_incremental or FAST_LOOPS[-1:] != [train_incremental_fast]:
+        return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
+    enabled = gc.isenabled()
+    gc.disable()  # as `train_incremental_fast`: millions of objects, no cycles
+    try:  # its steps, with the count table emptied once the run holds the pre-tokens: its memory is free for the merge loop
+        run = TrainingRun(counts, vocab_size, specials, tie_break, progress, trainer="incremental", **limits)
+        counts.clear()
+        fast_merge_loop(run)
+    finally:
+        if enabled: gc.enable()
+    return run.model()
 
 def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               vocab_size: int,  # total size: 256 bytes + merges + special tokens (with `base`: its whole vocab + new merges + new special tokens)
@@ -66,10 +78,10 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
     block_size = renamed_block_size(block_size, piece_size)
     counts, record = count_file(path, separators, workers, executor, pattern, errors, progress, block_size,
                                 min_chunk_size, sha256=True)
+    seen = dict(pretokens=sum(counts.values()), distinct_pretokens=len(counts))  # (the training empties `counts`)
     model = _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base)
     model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
-                      corpus_sha256=record["sha256"], pattern=pattern,
-                      pretokens=sum(counts.values()), distinct_pretokens=len(counts),
+                      corpus_sha256=record["sha256"], pattern=pattern, **seen,
                       special_tokens_found=record["special_tokens_found"])
     return model
 
@@ -95,7 +107,7 @@ def train_from_iterator(iterable: Iterable[str],  # the documents (or batches of
     progress = False if progress is None else progress
     counts, record = count_documents(iterable, separators, pattern=pattern, workers=workers, executor=executor,
                                      progress=progress, chunk_size=chunk_size)
+    seen = dict(pretokens=sum(counts.values()), distinct_pretokens=len(counts))  # (the training empties `counts`)
     model = _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base)
-    model.info.update(corpus=None, pattern=pattern, pretokens=sum(counts.values()), distinct_pretokens=len(counts),
-                      **record)
+    model.info.update(corpus=None, pattern=pattern, **seen, **record)
     return model
