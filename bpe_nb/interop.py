@@ -749,6 +749,15 @@ def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to enc
     texts, opts = list(texts), dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
     size, run = self._slices or (0, 0)
     cut = [i for i, t in enumerate(texts) if run and isinstance(t, str) and (len(t) > size or _has_long_run(t, run))]
+    if cut and (allowed_special is not None or disallowed_special is not None):
+        bad, cuts = self._special_rules(allowed_special, disallowed_special)[1], set(cut)
+        for i, t in enumerate(texts[:cut[-1] + 1]) if bad is not None else ():  # the first text at fault, in order, as a loop of `encode`
+            if not isinstance(t, str): continue
+            at = 0
+            for part in _meta_slices(t, size, run) if i in cuts else [t]:  # (a cut text slice by slice, as `encode`)
+                try: refuse_disallowed(part, bad, at)
+                except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
+                at += len(part)
     out = Tokenizer.encode_batch(self, [""  if i in set(cut) else t for i, t in enumerate(texts)] if cut else texts,
                                  workers=workers, num_threads=num_threads, **opts)
     for i in cut:

@@ -234,6 +234,8 @@ def test_encode_batch_cuts_each_text_where_meta_cuts_it(sample_text):
     assert got[1] != ref.model.encode_ordinary(texts[1])  # plain tiktoken differs on the cut text
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         tok.encode_batch(["ok", "x" * 30_000 + "<|eot_id|>"], disallowed_special="all")
+    with pytest.raises(ValueError, match=r"texts\[0\].* at index 480000"):  # the first text at fault, cut or not, as a loop of `encode`
+        tok.encode_batch(["hello world " * 40_000 + "<|eot_id|>", "<|eot_id|>"], disallowed_special="all")
 
 
 def test_explain_agrees_with_encode_on_tokens_only_the_shortcut_gives():
