@@ -708,33 +708,37 @@ def encode(self: RanksTokenizer, text: str, *, allowed_special=None, disallowed_
     "`Tokenizer.encode`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    if allowed_special is None and disallowed_special is None: rx, bad = self._special_rx, None  # every registered one
-    else: rx, bad = self._special_rules(allowed_special, disallowed_special)  # tiktoken's rules
-    at = 0
-    for part in parts:  # Meta's tiktoken looks for a disallowed one slice by slice; the index is in the whole text
-        if bad is not None: refuse_disallowed(part, bad, at)
-        at += len(part)
-    return self._encode_slices(parts, [rx] * len(parts))
+    return self._encode_slices(parts, self._sliced_rx(parts, allowed_special, disallowed_special))
 
 @patch
 def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     "`Tokenizer.encode_ordinary`, slice by slice when the tokenizer cuts as Meta's does (`slices`)."
     parts = [text] if self._slices is None or not isinstance(text, str) else _meta_slices(text, *self._slices)
     if len(parts) == 1: return Tokenizer.encode_ordinary(self, text)
-    return self._encode_slices(parts, [None] * len(parts))
+    return self._encode_slices(parts, None)
 
 @patch
-def _encode_slices(self: RanksTokenizer, slices: list[str], rxs: list  # Meta's slices of a text; the special-token regex of each
+def _sliced_rx(self: RanksTokenizer, slices: list[str], allowed_special, disallowed_special):
+    "`_split_rx` for a text cut into `slices`: a disallowed special token is looked for slice by slice, as Meta's tiktoken does; its index is in the whole text."
+    if allowed_special is None and disallowed_special is None: return self._special_rx  # every registered one
+    rx, bad = self._special_rules(allowed_special, disallowed_special)  # tiktoken's rules
+    at = 0
+    for s in slices if bad is not None else ():
+        refuse_disallowed(s, bad, at); at += len(s)
+    return rx
+
+@patch
+def _encode_slices(self: RanksTokenizer, slices: list[str], rx  # Meta's slices of a text; the special-token regex (None: none)
                   ) -> list[int]:
     "The ids of `slices`, one after another: one call of chapter 04a's `_encode_split`, a cut (`None`) between two slices."
     parts = []
-    for k, (s, rx) in enumerate(zip(slices, rxs)):
+    for k, s in enumerate(slices):
         if k: parts.append(None)
         parts += [s] if rx is None else rx.split(s)
     try: return self._encode_split(parts, [])
     except (UnicodeEncodeError, NotCovered): pass  # rare: slice by slice, where `_encode` repairs or names the fault
     out = []
-    for s, rx in zip(slices, rxs): out += self._encode(s, rx)
+    for s in slices: out += self._encode(s, rx)
     return out  # (`+=` extends in C; a comprehension would step through every id in Python)
 
 # %% ../nbs/05a_interop.ipynb #meta0b02
@@ -749,16 +753,13 @@ def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to enc
     texts, opts = list(texts), dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
     size, run = self._slices or (0, 0)
     cut = [i for i, t in enumerate(texts) if run and isinstance(t, str) and (len(t) > size or _has_long_run(t, run))]
-    if cut and (allowed_special is not None or disallowed_special is not None):
-        bad, cuts = self._special_rules(allowed_special, disallowed_special)[1], set(cut)
-        for i, t in enumerate(texts[:cut[-1] + 1]) if bad is not None else ():  # the first text at fault, in order, as a loop of `encode`
-            if not isinstance(t, str): continue
-            at = 0
-            for part in _meta_slices(t, size, run) if i in cuts else [t]:  # (a cut text slice by slice, as `encode`)
-                try: refuse_disallowed(part, bad, at)
-                except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
-                at += len(part)
-    out = Tokenizer.encode_batch(self, [""  if i in set(cut) else t for i, t in enumerate(texts)] if cut else texts,
+    cuts = set(cut)
+    checks = cut and (allowed_special is not None or disallowed_special is not None)  # (by default none is disallowed)
+    for i, t in enumerate(texts[:cut[-1] + 1] if checks else ()):  # the first text at fault, in order, as a loop of `encode`
+        try:
+            if isinstance(t, str): self._sliced_rx(_meta_slices(t, size, run) if i in cuts else [t], allowed_special, disallowed_special)
+        except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
+    out = Tokenizer.encode_batch(self, [""  if i in cuts else t for i, t in enumerate(texts)] if cut else texts,
                                  workers=workers, num_threads=num_threads, **opts)
     for i in cut:
         try: out[i] = self.encode(texts[i], **opts)
