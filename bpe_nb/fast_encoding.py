@@ -401,7 +401,8 @@ def _pair_get(tk: np.ndarray, tv: np.ndarray, bits: int,  # a table from `_pair_
 
 @patch
 def _merge_many(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding
-                lens: np.ndarray  # the length of each, from 1 to width
+                lens: np.ndarray,  # the length of each, from 1 to width
+                whole: bool | list[bool] = True  # False for a part of a pre-token (below): merges have no shortcut, so all merge the same
                ) -> list[tuple[int, ...]]:
     "The ids of many short pre-tokens at once, as `merge_scan` gives them: each round merges one pair in every row."
     table, pair_ranks, merged, byte_ids = self._rank_table()
@@ -478,23 +479,49 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
     return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0002
+_LONG = np.uint64(0x80)  # in a key's length byte (short lengths need 4 bits, `_CUT` the fifth): a span of more than 15 bytes
+
+def _windows(b: np.ndarray  # bytes
+            ) -> np.ndarray:
+    "`w[i]`: the 8 bytes of `b` from byte `i` as one big-endian number, in a native uint64 (zeros past the end)."
+    pad = np.concatenate([b, np.zeros(16, np.uint8)])
+    return np.ndarray((len(b) + 8,), ">u8", pad, 0, (1,)).astype(np.uint64)
+
+def _span_keys(w: np.ndarray, s: np.ndarray, size: np.ndarray  # `_windows` of some bytes; where spans start; their lengths (at least 1)
+              ) -> tuple[np.ndarray, np.ndarray]:
+    "Keys of spans of any length: `_piece_keys`' up to 15 bytes; a longer one's holds its first 15 bytes and `_LONG | length % 128`, so spans that differ further on share it."
+    k1 = w[s] & _FIRST[np.minimum(size, 8)]
+    k2 = size.astype(np.uint64)
+    nine = np.flatnonzero(size > 8)  # only these have a second part
+    if len(nine):
+        k2[nine] |= w[s[nine] + 8] & _FIRST[np.minimum(size[nine], _KEY_BYTES) - 8]
+        big = nine[size[nine] > _KEY_BYTES]
+        if len(big): k2[big] = w[s[big] + 8] & _FIRST[7] | _LONG | size[big].astype(np.uint64) & np.uint64(0x7F)
+    return k1, k2
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #long0002
 @patch
 def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
                 ):
-    "Key the tokens of at most 15 bytes (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them; keep those with a byte of 0xE0 or more (the first byte of a character of three or four bytes) for `_crossing_keys`."
+    "Key every token (`_token_keys`): the bulk path knows them from the start, and `_merge_concat` uses them; keep those with a byte of 0xE0 or more (the first byte of a character of three or four bytes) for `_crossing_keys`."
     toks = list(ids)
-    lens = np.fromiter(map(len, toks), np.int64, len(toks))
+    every = np.fromiter(map(len, toks), np.int64, len(toks))
     flat = np.frombuffer(b"".join(toks), np.uint8)
-    short = np.flatnonzero(lens <= _KEY_BYTES)
-    starts, lens = (np.cumsum(lens) - lens)[short], lens[short]
-    vals = np.fromiter(ids.values(), np.int64, len(toks))[short]
-    table = _KeyTable(max(12, int(2 * len(short)).bit_length()))
-    table.intern(*_piece_keys(flat, starts, lens), np.arange(len(short)))  # row k: the token of id `vals[k]`
+    short, long = np.flatnonzero(every <= _KEY_BYTES), np.flatnonzero(every > _KEY_BYTES)
+    starts, lens = (np.cumsum(every) - every)[short], every[short]
+    vals = np.fromiter(ids.values(), np.int64, len(toks))
+    long_ids = dict(zip([toks[i] for i in long.tolist()], vals[long].tolist()))  # a long key may be shared: these decide
+    none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
+    vals = np.concatenate([vals[short], vals[long], [none]])  # row k: the token of id `vals[k]`; row -1: `none`
+    table = _KeyTable(max(12, int(2 * len(toks)).bit_length()))
+    k1, k2 = _piece_keys(flat, starts, lens)
+    l1, l2 = _span_keys(_windows(flat), (np.cumsum(every) - every)[long], every[long])
+    table.intern(np.concatenate([k1, l1]), np.concatenate([k2, l2]), np.arange(len(toks)))
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
-    pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[two]
-    self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64)
-    every = np.fromiter(map(len, toks), np.int64, len(toks))
+    pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[:len(short)][two]
+    self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64), long_ids
     top, full = np.zeros(len(toks), np.uint8), np.flatnonzero(every)  # each token's largest byte (an empty one has none)
     if len(full): top[full] = np.maximum.reduceat(flat, (np.cumsum(every) - every)[full])
     wide = np.flatnonzero(top >= 0xE0)
@@ -535,41 +562,38 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
 @patch
-def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15) uint8: their bytes, then any padding
+def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding (a round per merge: keep width small)
                   lens: np.ndarray,  # the length of each, from 1 to width
                   limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
                   trace: list | None = None,  # if given, each round appends `(rows, merged ids, left ids, right ids)`
                   whole: bool | np.ndarray = True,  # tiktoken's shortcut: a pre-token that is a token is that token (False, per row or for all: merge it all the same)
                   flat: bool = False  # return `(ids, counts)` as `_flat_rows` gives them, not tuples
                  ) -> list[tuple[int, ...]] | tuple[np.ndarray, np.ndarray]:
-    "tiktoken's rule on many short pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
-    table, vals, pair, byte_ids = self._token_keys
-    none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
+    "tiktoken's rule on many pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
+    table, vals, pair, byte_ids, long_ids = self._token_keys
+    none = int(vals[-1])  # above every id: no token
     rows_n, width = data.shape
     pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
-    at = np.ndarray((pad.size - 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
-    def look(base, a, b, lim):  # the id of each span [a, b) of the rows at `base`, `none` if it is no token (below `lim`)
-        size, s = b - a, base + a
-        k1 = at[s].astype(np.uint64) & _FIRST[np.minimum(size, 8)]
-        k2 = size.astype(np.uint64)
-        nine = np.flatnonzero(size > 8)  # only these have a second part (as in `_piece_keys`)
-        k2[nine] |= at[s[nine] + 8].astype(np.uint64) & _FIRST[size[nine] - 8]
-        row = table.get(k1, k2)
-        found = np.where(row >= 0, vals[row], none)
-        return np.where(found < lim, found, none)
+    w, pb = _windows(pad.ravel()), pad.ravel()
+    def look(s, size, lim):  # the id of each span of `size` bytes from byte `s` of `pad`, `none` if it is no token (below `lim`)
+        found = vals[table.get(*_span_keys(w, s, size))]
+        if width > _KEY_BYTES and len(big := np.flatnonzero((size > _KEY_BYTES) & (found < none))):  # a shared key: the bytes decide
+            found[big] = [long_ids.get(pb[a:a + k].tobytes(), none) for a, k in zip(s[big].tolist(), size[big].tolist())]
+        if limit is not None: found[found >= lim] = none
+        return found
     base, rows, finished = np.arange(rows_n, dtype=np.int64) * (width + 16), np.arange(rows_n), []
     lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
     def result():
         ids, counts = _flat_rows(finished, rows_n)
         return (ids, counts) if flat else _seqs(ids, counts)
     if whole is not False:  # (False for all: no row is a token, or none may take the shortcut)
-        known = look(base, np.zeros(rows_n, np.int64), lens, lim)
+        known = look(base, lens.astype(np.int64), lim)
         known[~np.broadcast_to(whole, rows_n)] = none  # a part of a pre-token: no shortcut
         one = np.flatnonzero(known < none)
         finished.append((one, known[one], np.ones(len(one), np.int64)))
         rows = np.flatnonzero(known == none)
     if not len(rows): return result()
-    data, n, base, lim = data[rows], lens[rows].copy(), base[rows], lim[rows]
+    data, n, base, lim = data[rows], lens[rows].astype(np.int64), base[rows], lim[rows]
     ids = byte_ids[data]  # the parts, each at the position where it starts: none move, merged-away ones are dead
     rk = np.full(ids.shape, none, np.int64)  # rk[:, j]: the id of the part at j and the next one, concatenated
     rk[:, :-1] = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
@@ -577,31 +601,34 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width <= 15
     nxt = np.broadcast_to(np.arange(1, width + 1), ids.shape).copy()  # where the part at j ends
     prv = np.broadcast_to(np.arange(-1, width - 1), ids.shape).copy()  # where the part before it starts
     alive, going = np.arange(width) < n[:, None], np.ones(len(rows), bool)  # live parts; rows not finished
+    first = np.arange(len(rows)) * width  # each row's first cell: the loop works on flat indices (cheaper than pairs of them)
+    fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()  # flat views
     while True:
-        p = rk.argmin(axis=1); r = rk[np.arange(len(rows)), p]; done = (r == none) & going
+        p = rk.argmin(axis=1); r = fr[first + p]  # each row's best pair: where it starts, its id
+        done = r == none; done &= going
         if done.any():  # finished rows: their live parts
             live = alive[done]
             finished.append((rows[done], ids[done][live], live.sum(axis=1)))
             going &= ~done
             if not going.any(): return result()
             if 2 * np.count_nonzero(going) < len(rows):  # most rows finished: drop them (until then they stay, all `none`)
-                rows, ids, rk, p, r, n, nxt, prv, alive, base, lim, going = (
-                    a[going] for a in (rows, ids, rk, p, r, n, nxt, prv, alive, base, lim, going))
-        ar = np.flatnonzero(going)
-        p, r = p[ar], r[ar]
-        q = nxt[ar, p]  # the right part, which dies
-        e = nxt[ar, q]  # where the merged part ends
-        if trace is not None: trace.append((rows[ar], r, ids[ar, p], ids[ar, q]))
-        ids[ar, p], nxt[ar, p], alive[ar, q], rk[ar, q] = r, e, False, none  # the merged part's id is its rank
-        m = p > 0; lt, pl = ar[m], p[m]  # rows with a part on the left
-        m = e < n[ar]; rt, pr, er = ar[m], p[m], e[m]  # rows with a part on the right
-        prv[rt, er] = pr
-        rk[ar, p] = none
-        left = prv[lt, pl]
-        at2 = np.concatenate([lt, rt])  # both new pairs looked up at once: left part and merged one, merged one and right part
-        found = look(base[at2], np.r_[left, pr], np.r_[nxt[lt, pl], nxt[rt, er]], lim[at2])
-        rk[lt, left], rk[rt, pr] = found[:len(lt)], found[len(lt):]
-
+                rows, ids, rk, nxt, prv, alive, base, lim, n, p, r, going = (
+                    a[going] for a in (rows, ids, rk, nxt, prv, alive, base, lim, n, p, r, going))
+                first = np.arange(len(rows)) * width
+                fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()
+        if going.all(): at, bs, ns, ls = first, base, n, lim  # the rows that merge: their first cells, bases, lengths, limits
+        else: g = np.flatnonzero(going); at, bs, ns, ls, p, r = first[g], base[g], n[g], lim[g], p[g], r[g]
+        f = at + p; q = at + fn[f]  # the cells of the left part and of the right part, which dies
+        e = fn[q]  # where the merged part ends
+        if trace is not None: trace.append((rows[going], r, fi[f], fi[q]))
+        fi[f], fn[f], fa[q], fr[q], fr[f] = r, e, False, none, none  # the merged part's id is its rank
+        ml, mr = p > 0, e < ns  # rows with a part on the left; on the right
+        left, right = fp[f[ml]], (at + e)[mr]  # where the part on the left starts; the cell of the part on the right
+        fp[right] = p[mr]
+        s = np.concatenate((bs[ml] + left, bs[mr] + p[mr]))  # both new pairs looked up at once: left part and merged one, merged one and right part
+        size = np.concatenate((e[ml] - left, fn[right] - p[mr]))
+        found = look(s, size, np.concatenate((ls[ml], ls[mr])) if limit is not None else None)
+        fr[at[ml] + left], fr[f[mr]] = found[:len(left)], found[len(left):]
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch
@@ -625,23 +652,24 @@ def _encode_bulk(self: Tokenizer, items: list,  # texts, and tuples of ids to pu
 _LONG_MAX = 128  # bytes: longer new pre-tokens are merged one by one (the heap), shorter ones together
 
 @patch
-def _merge_all(self: Tokenizer, pieces: list[str]  # distinct pre-tokens
+def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens; and parts of cut ones, as `bytes` (below)
               ) -> list[tuple[int, ...]]:
-    "The ids of `pieces`: from the cache, else merged together by `_merge_many` in groups of similar length (and cached)."
+    "The ids of `pieces`: from the cache, else merged together by `_merge_many` in groups of similar length (and cached; a part under its bytes, merged without the shortcut)."
     ids = list(map(self._cache.get, pieces))
     missing = [i for i, v in enumerate(ids) if v is None]
-    data = [pieces[i].encode() for i in missing]
+    data = [p.encode() if type(p := pieces[i]) is str else p for i in missing]
     groups = {}  # by byte length: at most 32, 64, 128 bytes, and longer ones one by one
     for i, d in zip(missing, data): groups.setdefault(next((w for w in (32, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
     for width, rows in groups.items():
         if width == 0 or len(rows) < _MANY_MIN:
-            for i in rows: ids[i] = self._cache[pieces[i]]
+            for i in rows: ids[i] = self._cache[p] if type(p := pieces[i]) is str else self._part_ids(p)
             continue
-        raw = [pieces[i].encode() for i in rows]
+        raw = [p.encode() if type(p := pieces[i]) is str else p for i in rows]
         lens = np.fromiter(map(len, raw), np.int64, len(raw))
         flat = np.frombuffer(b"".join(raw) + bytes(width), np.uint8)
         at = np.cumsum(lens) - lens
-        for i, t in zip(rows, self._merge_many(flat[at[:, None] + np.arange(int(lens.max()))], lens)):
+        whole = [type(pieces[i]) is str for i in rows]
+        for i, t in zip(rows, self._merge_many(flat[at[:, None] + np.arange(int(lens.max()))], lens, all(whole) or whole)):
             ids[i] = t
             if len(pieces[i]) <= _CACHE_MAX_CHARS: self._cache[pieces[i]] = t
     return ids
@@ -678,10 +706,7 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         is_part = part[long].tolist() if part is not None else [False] * len(long)
         pieces = [raw[i:j] if c else raw[i:j].decode() for i, j, c in zip(starts[long].tolist(), bounds[long + 1].tolist(), is_part)]
         distinct = list(dict.fromkeys(pieces))
-        plain = [p for p in distinct if type(p) is str]
-        seqs = dict(zip(plain, self._merge_all(plain)))
-        seqs.update((p, self._part_ids(p)) for p in distinct if type(p) is bytes)
-        row_of = dict(zip(distinct, bulk.rows.add([seqs[p] for p in distinct]).tolist()))
+        row_of = dict(zip(distinct, bulk.rows.add(self._merge_all(distinct)).tolist()))
         rows[long] = np.fromiter(map(row_of.__getitem__, pieces), np.int64, len(pieces))
     if counts is not None:  # the text of each pre-token, and the ids of its row
         of = np.searchsorted(np.cumsum([0, *map(len, texts)]), chars[:-1], "right") - 1

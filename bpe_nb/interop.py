@@ -768,18 +768,22 @@ def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to enc
 
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch
-def _merge_many(self: RanksTokenizer, data, lens) -> list[tuple[int, ...]]:
-    "Short pre-tokens by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
-    if self._token_keys is not None and data.shape[1] <= 15: return Tokenizer._merge_concat(self, data, lens)
+def _merge_many(self: RanksTokenizer, data, lens,
+                whole: bool | list[bool] = True  # False for a part of a cut pre-token: no shortcut
+               ) -> list[tuple[int, ...]]:
+    "Pre-tokens of up to 32 bytes by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
+    if self._token_keys is not None and data.shape[1] <= _CONCAT_WIDTH: return Tokenizer._merge_concat(self, data, lens, whole=np.asarray(whole))
+    whole = [whole] * len(lens) if isinstance(whole, bool) else whole
     if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
         self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far
-        return [self._encode_bytes(data[k, :n].tobytes()) for k, n in enumerate(lens.tolist())]
+        return [(self._encode_bytes if w else self._merge_bytes)(data[k, :n].tobytes()) for k, (n, w) in enumerate(zip(lens.tolist(), whole))]
     out, ids = Tokenizer._merge_many(self, data, lens), self._ids
     for k, n in enumerate(lens.tolist()):
-        if len(out[k]) > 1 and (i := ids.get(data[k, :n].tobytes())) is not None: out[k] = (i,)
+        if whole[k] and len(out[k]) > 1 and (i := ids.get(data[k, :n].tobytes())) is not None: out[k] = (i,)
     return out
 
 RanksTokenizer._one_by_one = 0
+_CONCAT_WIDTH = 32  # bytes: wider rows would take too many rounds (one merge per row each)
 
 # %% ../nbs/05a_interop.ipynb #5c0af033
 def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,

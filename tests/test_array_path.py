@@ -199,6 +199,35 @@ def test_merge_concat_equals_the_scan_on_random_ranks(extra, words):
     assert tok._merge_many(rows, lens) == [tok._encode_bytes(w) for w in words]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=25).map(lambda b: bytes(x % 3 + 97 for x in b)), min_size=1, max_size=40),
+       st.lists(st.binary(max_size=30).map(lambda b: bytes(x % 3 + 97 for x in b)), min_size=1, max_size=100),
+       st.randoms(use_true_random=False))
+def test_merge_concat_on_long_rows(tails, words, rnd):
+    "Rows of up to 45 bytes and tokens of up to 40 that share their first 15 bytes (so their keys are shared): `_merge_concat` against `_encode_bytes`, the long spans it finds by key confirmed by their bytes."
+    from bpe_nb.interop import RanksTokenizer
+    from bpe_nb.pretokenize import CL100K_PATTERN
+    head = b"abcabcabcabcabc"  # 15 bytes
+    new = sorted({(head + t)[:k] for t in tails for k in range(2, len(head + t) + 1)})  # every prefix, so merges can build them
+    rnd.shuffle(new)  # in any order: merges chain, tie and compete
+    ranks = {bytes([i]): i for i in range(256)} | {t: 256 + k for k, t in enumerate(new)}
+    tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
+    assert len(tok._token_keys[4]) == sum(len(t) > 15 for t in new)  # the long tokens, by their bytes
+    rows_in = [head + w if k % 2 else w or b"a" for k, w in enumerate(words)]
+    lens = np.array([len(w) for w in rows_in])
+    flat = np.frombuffer(b"".join(rows_in) + bytes(45), np.uint8)
+    rows = flat[(np.cumsum(lens) - lens)[:, None] + np.arange(int(lens.max()))]
+    want = [tok._encode_bytes(w) for w in rows_in]
+    assert tok._merge_concat(rows, lens) == want
+    assert _seqs_of(tok._merge_concat(rows, lens, whole=False, flat=True)) == [tok._merge_bytes(w) for w in rows_in]
+    if rows.shape[1] <= 32: assert tok._merge_many(rows, lens) == want
+
+
+def _seqs_of(flat):
+    from bpe_nb.fast_encoding import _seqs
+    return _seqs(*flat)
+
+
 def test_bulk_state_of_ranks_holds_only_the_pre_tokens_met(real_pair, bulk_always):
     "A tokenizer of ranks keeps its tokens in `_token_keys`, shared and never written: a bulk state holds only the pre-tokens it met, and is dropped when they pass `cache_size`."
     from bpe_nb.pretokenize import compile_pattern
