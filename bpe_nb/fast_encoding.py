@@ -223,14 +223,15 @@ def _odd64() -> np.uint64:
 class _KeyTable:
     "Keys (two uint64, the second never 0) -> row numbers: a hash table in numpy arrays, open addressing, at most half full."
     def __init__(self, bits: int = 12):
-        self.bits, self.n, self.mix = bits, 0, (_odd64(), _odd64(), _odd64())  # random: no one can aim at a slot
+        self.bits, self.n, self.mix = bits, 0, (_odd64(), _odd64(), _odd64(), _odd64())  # random: no one can aim at a slot
         self.k1, self.k2 = np.zeros(1 << bits, np.uint64), np.zeros(1 << bits, np.uint64)  # k2 == 0: an empty slot
         self.row = np.zeros(1 << bits, np.int64)
 
     def _slots(self, k1, k2):
         h = k1 * self.mix[0]; h ^= k2 * self.mix[1]  # (in place: few temporaries, on arrays of a whole block's keys)
-        h ^= h >> np.uint64(32)  # the low bits' say in the top bits, which pick the slot
-        h *= self.mix[2]; h >>= np.uint64(64 - self.bits)
+        h ^= h >> np.uint64(32); h *= self.mix[2]  # the high bits' say in the low ones, then in all above them
+        h ^= h >> np.uint64(29); h *= self.mix[3]  # twice: keys that differ only in their top byte (short tokens) need it
+        h >>= np.uint64(64 - self.bits)  # the top bits pick the slot
         return h.view(np.int64)
 
 # %% ../nbs/04a_fast_encoding.ipynb #3530c990

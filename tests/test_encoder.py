@@ -1470,6 +1470,23 @@ def test_a_flooded_table_falls_back_to_the_regex_path(gpt2_files, reference, mon
     assert sum(fell_back) > len(text) // 2 and tok._bulk_local.state is None  # nothing flooded is kept
 
 
+def test_keys_that_differ_only_in_their_top_byte_spread_over_the_slots():
+    "The 256 one-byte tokens (keys that differ only in the top byte of `k1`) and 256 nine-byte ones that differ only in the top byte of `k2`: no slot gets more than a few of them under any of 3,000 random tables (with one fold and multiply, some multipliers put 30 in one slot, and a tokenizer's own tokens then flooded its table about once in 100,000 loads)."
+    from bpe_nb.fast_encoding import _KeyTable, _piece_keys
+    one = np.arange(256, dtype=np.uint8)
+    k1, k2 = _piece_keys(one, np.arange(256), np.ones(256, np.int64))
+    nine = np.frombuffer(b"".join(b"abcdefgh" + bytes([b]) for b in range(256)), np.uint8)
+    n1, n2 = _piece_keys(nine, np.arange(256) * 9, np.full(256, 9))
+    assert len(set(zip(n1.tolist(), n2.tolist()))) == 256 and len(set(n1.tolist())) == 1  # they differ in `k2` only
+    worst = 0
+    for _ in range(3000):
+        t = _KeyTable(12)
+        worst = max(worst, np.bincount(t._slots(k1, k2)).max(), np.bincount(t._slots(n1, n2)).max())
+    assert worst <= 9, worst
+    t = _KeyTable(12); t.mix = (np.uint64(10207572236860351097), np.uint64(663338229790153531), np.uint64(14369837365462628621), t.mix[3])
+    assert np.bincount(t._slots(k1, k2)).max() <= 9  # the multipliers that flooded a table of random ranks with one fold (31 one-byte tokens in a slot)
+
+
 def test_a_long_stretch_without_a_safe_cut_takes_the_regex_path(gpt2, reference, monkeypatch):
     "Minified text (no space after a non-space for megabytes) would make huge arrays: the regex path takes it."
     text = "a." * 600_000 + " the end " * 10_000
