@@ -197,18 +197,32 @@ def _find_mixed(text: str,  # the text (meant for one that is not pure ASCII)
 # %% ../nbs/04a_fast_encoding.ipynb #f008914f
 _FIRST = np.array([((1 << 8 * k) - 1) << 64 - 8 * k for k in range(9)], np.uint64)  # masks: the first k of 8 bytes
 _KEY_BYTES = 15  # a longer pre-token has no key: it is looked up as a `str`
+_LONG = np.uint64(0x80)  # in a key's length byte (lengths up to 15 need 4 bits, `_CUT` below the fifth): a span of more than 15 bytes
 
-def _piece_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths
-               ) -> tuple[np.ndarray, np.ndarray]:
-    "Each pre-token of at most 15 bytes as two uint64: its first 8 bytes, then its next 7 and its length."
-    pad = np.concatenate([b, np.zeros(16, np.uint8)])
-    at = np.ndarray((len(b) + 8,), ">u8", pad, 0, (1,))  # at[i]: the 8 bytes from i, as one big-endian number
-    first = at.take(starts) if 16 * len(starts) > len(b) else at[starts]  # (`take` copies `at` whole first: worth it for many)
-    k1 = first.astype(np.uint64) & _FIRST[np.minimum(lens, 8)]
-    k2 = lens.astype(np.uint64)
-    nine = np.flatnonzero(lens > 8)  # only these have a second part
-    k2[nine] |= at[starts[nine] + 8].astype(np.uint64) & _FIRST[lens[nine] - 8]
+def _span_keys(w: np.ndarray, s: np.ndarray, size: np.ndarray,  # `w[i]`: the 8 bytes from byte i as one number; where spans start; their lengths (at least 1)
+               first: np.ndarray | None = None  # `w[s]`, if already gathered
+              ) -> tuple[np.ndarray, np.ndarray]:
+    "Each span as two uint64: its first 8 bytes, then its next 7 and its length; a span of more than 15 bytes gets its first 15 and `_LONG | length % 128`, which spans that differ further on share."
+    k1 = (w[s] if first is None else first).astype(np.uint64) & _FIRST[np.minimum(size, 8)]
+    k2 = size.astype(np.uint64)
+    nine = np.flatnonzero(size > 8)  # only these have a second part
+    if len(nine):
+        k2[nine] |= w[s[nine] + 8].astype(np.uint64) & _FIRST[np.minimum(size[nine], _KEY_BYTES) - 8]
+        big = nine[size[nine] > _KEY_BYTES]
+        if len(big): k2[big] = w[s[big] + 8].astype(np.uint64) & _FIRST[7] | _LONG | size[big].astype(np.uint64) & np.uint64(0x7F)
     return k1, k2
+
+def _view8(b: np.ndarray  # bytes
+           ) -> np.ndarray:
+    "`at[i]`: the 8 bytes of `b` from byte i as one big-endian number, a view with a stride of one byte (zeros past the end)."
+    return np.ndarray((len(b) + 8,), ">u8", np.concatenate([b, np.zeros(16, np.uint8)]), 0, (1,))
+
+def _piece_keys(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths (at most 15)
+               ) -> tuple[np.ndarray, np.ndarray]:
+    "Each pre-token of at most 15 bytes as two uint64 (`_span_keys`), read from `_view8` of the bytes."
+    at = _view8(b)
+    first = at.take(starts) if 16 * len(starts) > len(b) else at[starts]  # (`take` copies `at` whole first: worth it for many)
+    return _span_keys(at, starts, lens, first)
 
 # %% ../nbs/04a_fast_encoding.ipynb #3762f05f
 _MAX_ROUNDS = 256  # probing rounds, at most, for one call: real keys need a few dozen
@@ -479,28 +493,6 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
     self._cache.update(zip(map(pieces.__getitem__, missing), merged))
     return ids
 
-# %% ../nbs/04a_fast_encoding.ipynb #cold0002
-_LONG = np.uint64(0x80)  # in a key's length byte (short lengths need 4 bits, `_CUT` the fifth): a span of more than 15 bytes
-
-def _windows(b: np.ndarray  # bytes
-            ) -> np.ndarray:
-    "`w[i]`: the 8 bytes of `b` from byte `i` as one big-endian number, in a native uint64 (zeros past the end)."
-    pad = np.concatenate([b, np.zeros(16, np.uint8)])
-    return np.ndarray((len(b) + 8,), ">u8", pad, 0, (1,)).astype(np.uint64)
-
-def _span_keys(w: np.ndarray, s: np.ndarray, size: np.ndarray  # `_windows` of some bytes; where spans start; their lengths (at least 1)
-              ) -> tuple[np.ndarray, np.ndarray]:
-    "Keys of spans of any length: `_piece_keys`' up to 15 bytes; a longer one's holds its first 15 bytes and `_LONG | length % 128`, so spans that differ further on share it."
-    k1 = w[s] & _FIRST[np.minimum(size, 8)]
-    k2 = size.astype(np.uint64)
-    nine = np.flatnonzero(size > 8)  # only these have a second part
-    if len(nine):
-        k2[nine] |= w[s[nine] + 8] & _FIRST[np.minimum(size[nine], _KEY_BYTES) - 8]
-        big = nine[size[nine] > _KEY_BYTES]
-        if len(big): k2[big] = w[s[big] + 8] & _FIRST[7] | _LONG | size[big].astype(np.uint64) & np.uint64(0x7F)
-    return k1, k2
-
-
 # %% ../nbs/04a_fast_encoding.ipynb #long0002
 @patch
 def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
@@ -517,7 +509,7 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     vals = np.concatenate([vals[short], vals[long], [none]])  # row k: the token of id `vals[k]`; row -1: `none`
     table = _KeyTable(max(12, int(2 * len(toks)).bit_length()))
     k1, k2 = _piece_keys(flat, starts, lens)
-    l1, l2 = _span_keys(_windows(flat), (np.cumsum(every) - every)[long], every[long])
+    l1, l2 = _span_keys(_view8(flat), (np.cumsum(every) - every)[long], every[long])
     table.intern(np.concatenate([k1, l1]), np.concatenate([k2, l2]), np.arange(len(toks)))
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
@@ -575,7 +567,8 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint
     none = int(vals[-1])  # above every id: no token
     rows_n, width = data.shape
     pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
-    w, pb = _windows(pad.ravel()), pad.ravel()
+    pb = pad.ravel()
+    w = _view8(pb).astype(np.uint64)  # w[i]: the 8 bytes from byte i, in native order (read every round: converted once)
     def look(s, size, lim):  # the id of each span of `size` bytes from byte `s` of `pad`, `none` if it is no token (below `lim`)
         found = vals[table.get(*_span_keys(w, s, size))]
         if width > _KEY_BYTES and len(big := np.flatnonzero((size > _KEY_BYTES) & (found < none))):  # a shared key: the bytes decide
