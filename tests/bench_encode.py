@@ -183,14 +183,15 @@ def bench_stream_rss(big: Path):
     print(f"   (ru_maxrss {maxrss / 1024:.1f} MiB: inherited from this benchmark process across fork + exec)")
 
 
-ENC_TEXTS = ("prose", "code", "mixed", "world")
+ENC_TEXTS = ("prose", "code", "mixed", "world", "cjk")
 
 
 def encoding_text(which: str) -> str:
     "The benchmark texts: the bundled TinyStories sample; Python source (this package and the standard library);"
     " English and CJK (the Chinese and Japanese message catalogues of Sphinx, with the sample between them); world:"
     " twelve other scripts (Sphinx's catalogues in Russian, Greek, Georgian, Korean, Persian, Hindi, Arabic, Hebrew,"
-    " Tamil, Vietnamese, Turkish, Bengali, each followed by 20,000 characters of the sample)."
+    " Tamil, Vietnamese, Turkish, Bengali, each followed by 20,000 characters of the sample); cjk: the translated"
+    " strings alone of Sphinx's Chinese, Japanese, Korean and Cantonese catalogues (no English between them)."
     import sysconfig
     sample = SAMPLE.read_text(encoding="utf-8")
     if which == "prose": return sample
@@ -203,6 +204,10 @@ def encoding_text(which: str) -> str:
         return "".join(parts)
     import sphinx
     loc = Path(sphinx.__file__).parent / "locale"
+    if which == "cjk":  # the translations alone: Chinese, Japanese, Korean, Cantonese, no English between them
+        import re
+        return "".join("\n".join(m for m in re.findall(r'msgstr "(.*)"', (loc / lang / "LC_MESSAGES" / "sphinx.po").read_text(encoding="utf-8")) if m) + "\n"
+                       for lang in ("zh_CN", "zh_TW", "ja", "ko", "yue", "zh_HK"))
     if which == "world":
         langs = ("ru", "el", "ka", "ko", "fa", "hi", "ar", "he", "ta", "vi", "tr", "bn")
         return "".join((loc / lang / "LC_MESSAGES" / "sphinx.po").read_text(encoding="utf-8") + sample[20_000 * i:20_000 * (i + 1)]
@@ -513,6 +518,7 @@ def main():
                             "code": "Python source: bpe_nb's modules and the standard library's",
                             "mixed": "Sphinx's zh_CN, zh_TW and ja message catalogues with the prose between them",
                             "world": "Sphinx's catalogues in twelve other scripts (ru el ka ko fa hi ar he ta vi tr bn), prose after each",
+                            "cjk": "the translated strings (msgstr) of Sphinx's zh_CN, zh_TW, ja, ko, yue and zh_HK catalogues alone",
                             "batch": "the prose sample's stories as separate texts, encode_batch"}}
         rows = bench_encodings(args.repeats, args.names, args.texts)
         if args.parallel_mb > 0: rows += bench_parallel(args.parallel_mb, args.repeats, distinct=args.parallel_distinct)
