@@ -197,7 +197,7 @@ def _find_mixed(text: str,  # the text (meant for one that is not pure ASCII)
 # %% ../nbs/04a_fast_encoding.ipynb #f008914f
 _FIRST = np.array([((1 << 8 * k) - 1) << 64 - 8 * k for k in range(9)], np.uint64)  # masks: the first k of 8 bytes
 _KEY_BYTES = 15  # a longer pre-token has no key: it is looked up as a `str`
-_LONG = np.uint64(0x80)  # in a key's length byte (lengths up to 15 need 4 bits, `_CUT` below the fifth): a span of more than 15 bytes
+_LONG = np.uint64(0x80)  # in a key's length byte (lengths up to 15 need its low 4 bits, and `_CUT` is 16): a span of more than 15 bytes
 
 def _span_keys(w: np.ndarray, s: np.ndarray, size: np.ndarray,  # `w[i]`: the 8 bytes from byte i as one number; where spans start; their lengths (at least 1)
                first: np.ndarray | None = None  # `w[s]`, if already gathered
@@ -507,10 +507,14 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     long_ids = dict(zip([toks[i] for i in long.tolist()], vals[long].tolist()))  # a long key may be shared: these decide
     none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
     vals = np.concatenate([vals[short], vals[long], [none]])  # row k: the token of id `vals[k]`; row -1: `none`
-    table = _KeyTable(max(12, int(2 * len(toks)).bit_length()))
     k1, k2 = _piece_keys(flat, starts, lens)
     l1, l2 = _span_keys(_view8(flat), (np.cumsum(every) - every)[long], every[long])
-    table.intern(np.concatenate([k1, l1]), np.concatenate([k2, l2]), np.arange(len(toks)))
+    keys = np.concatenate([k1, l1]), np.concatenate([k2, l2])
+    for attempt in range(3):  # multipliers are drawn at random: a draw these keys crowd is drawn again
+        table = _KeyTable(max(12, int(2 * len(toks)).bit_length()))
+        try: table.intern(*keys, np.arange(len(toks))); break
+        except _Flooded:
+            if attempt == 2: raise ValueError("its tokens' keys collide in every hash table tried") from None
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[:len(short)][two]
@@ -533,7 +537,7 @@ def _flat_rows(finished: list, n: int  # `(rows, their ids one row after another
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0008
-_CUT = np.uint64(16)  # in a key's length byte (lengths need 4 bits): a part of a cut pre-token (below), merged without the shortcut
+_CUT = np.uint64(16)  # in a key's length byte (lengths up to 15 need 4 bits): a part of a cut pre-token (below), merged without the shortcut
 _CONCAT_MIN = 256  # new pre-tokens, at least, for `_merge_concat`; fewer are merged one by one (as fast at about 256, o200k, code and CJK)
 
 @patch
@@ -644,6 +648,7 @@ def _encode_bulk(self: Tokenizer, items: list,  # texts, and tuples of ids to pu
     out += ids.tolist()
 
 _LONG_MAX = 128  # bytes: longer new pre-tokens are merged one by one (the heap), shorter ones together
+_CONCAT_WIDTH = 32  # bytes: the first group of `_merge_all`, the widest rows chapter 05a gives `_merge_concat` (a round per merge)
 
 @patch
 def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens; and parts of cut ones, as `bytes` (below)
@@ -653,7 +658,7 @@ def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens
     missing = [i for i, v in enumerate(ids) if v is None]
     data = [p.encode() if type(p := pieces[i]) is str else p for i in missing]
     groups = {}  # by byte length: at most 32, 64, 128 bytes, and longer ones one by one
-    for i, d in zip(missing, data): groups.setdefault(next((w for w in (32, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
+    for i, d in zip(missing, data): groups.setdefault(next((w for w in (_CONCAT_WIDTH, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
     for width, rows in groups.items():
         if width == 0 or len(rows) < _MANY_MIN:
             for i in rows: ids[i] = self._cache[p] if type(p := pieces[i]) is str else self._part_ids(p)

@@ -35,6 +35,7 @@ from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS, bytes_t
     printable_to_bytes)
 from .naive import BPEModel
 from .array_pretokenize import char_classes
+from .fast_encoding import _CONCAT_WIDTH
 from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
     refuse_disallowed)
 from .chunking import atomic_write
@@ -783,7 +784,6 @@ def _merge_many(self: RanksTokenizer, data, lens,
     return out
 
 RanksTokenizer._one_by_one = 0
-_CONCAT_WIDTH = 32  # bytes: wider rows would take too many rounds (one merge per row each)
 
 # %% ../nbs/05a_interop.ipynb #5c0af033
 def _ranks_tokenizer(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, path,

@@ -189,7 +189,7 @@ ENC_TEXTS = ("prose", "code", "mixed", "world", "cjk")
 def encoding_text(which: str) -> str:
     "The benchmark texts: the bundled TinyStories sample; Python source (this package and the standard library);"
     " English and CJK (the Chinese and Japanese message catalogues of Sphinx, with the sample between them); world:"
-    " twelve other scripts (Sphinx's catalogues in Russian, Greek, Georgian, Korean, Persian, Hindi, Arabic, Hebrew,"
+    " twelve other languages in ten scripts (Sphinx's catalogues in Russian, Greek, Georgian, Korean, Persian, Hindi, Arabic, Hebrew,"
     " Tamil, Vietnamese, Turkish, Bengali, each followed by 20,000 characters of the sample); cjk: the translated"
     " strings alone of Sphinx's Chinese, Japanese, Korean and Cantonese catalogues (no English between them)."
     import sysconfig
@@ -517,7 +517,7 @@ def main():
                   "texts": {"prose": "the bundled TinyStories sample (English)",
                             "code": "Python source: bpe_nb's modules and the standard library's",
                             "mixed": "Sphinx's zh_CN, zh_TW and ja message catalogues with the prose between them",
-                            "world": "Sphinx's catalogues in twelve other scripts (ru el ka ko fa hi ar he ta vi tr bn), prose after each",
+                            "world": "Sphinx's catalogues in twelve other languages, ten scripts (ru el ka ko fa hi ar he ta vi tr bn), prose after each",
                             "cjk": "the translated strings (msgstr) of Sphinx's zh_CN, zh_TW, ja, ko, yue and zh_HK catalogues alone",
                             "batch": "the prose sample's stories as separate texts, encode_batch"}}
         rows = bench_encodings(args.repeats, args.names, args.texts)

@@ -1487,6 +1487,19 @@ def test_keys_that_differ_only_in_their_top_byte_spread_over_the_slots():
     assert np.bincount(t._slots(k1, k2)).max() <= 9  # the multipliers that flooded a table of random ranks with one fold (31 one-byte tokens in a slot)
 
 
+def test_a_tokenizer_of_ranks_draws_its_table_again_when_its_own_tokens_flood_it(monkeypatch):
+    "A table whose multipliers crowd the tokens' own keys is drawn again; keys that collide in every table are refused, not a hang."
+    from bpe_nb.interop import RanksTokenizer
+    from bpe_nb.pretokenize import CL100K_PATTERN
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256, b"abc" * 6: 257}
+    real, draws = fast._odd64, []
+    monkeypatch.setattr(fast, "_odd64", lambda: draws.append(1) or (np.uint64(0) if len(draws) <= 4 else real()))  # the first table: all in slot 0
+    tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
+    assert len(draws) >= 8 and tok.encode("abcabcabcabcabcabc xab") == [257, 32, 120, 256]
+    monkeypatch.setattr(fast, "_odd64", lambda: np.uint64(0))  # every table
+    with pytest.raises(ValueError, match="collide"): RanksTokenizer(ranks, {}, CL100K_PATTERN)
+
+
 def test_a_long_stretch_without_a_safe_cut_takes_the_regex_path(gpt2, reference, monkeypatch):
     "Minified text (no space after a non-space for megabytes) would make huge arrays: the regex path takes it."
     text = "a." * 600_000 + " the end " * 10_000
