@@ -648,7 +648,7 @@ def _encode_bulk(self: Tokenizer, items: list,  # texts, and tuples of ids to pu
     out += ids.tolist()
 
 _LONG_MAX = 128  # bytes: longer new pre-tokens are merged one by one (the heap), shorter ones together
-_CONCAT_WIDTH = 32  # bytes: the first group of `_merge_all`, the widest rows chapter 05a gives `_merge_concat` (a round per merge)
+Tokenizer._concat_width = 32  # bytes: `_merge_all`'s first group, the widest rows chapter 05a gives `_merge_concat` (a round per merge)
 
 @patch
 def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens; and parts of cut ones, as `bytes` (below)
@@ -658,7 +658,7 @@ def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens
     missing = [i for i, v in enumerate(ids) if v is None]
     data = [p.encode() if type(p := pieces[i]) is str else p for i in missing]
     groups = {}  # by byte length: at most 32, 64, 128 bytes, and longer ones one by one
-    for i, d in zip(missing, data): groups.setdefault(next((w for w in (_CONCAT_WIDTH, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
+    for i, d in zip(missing, data): groups.setdefault(next((w for w in (self._concat_width, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
     for width, rows in groups.items():
         if width == 0 or len(rows) < _MANY_MIN:
             for i in rows: ids[i] = self._cache[p] if type(p := pieces[i]) is str else self._part_ids(p)

@@ -35,7 +35,6 @@ from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS, bytes_t
     printable_to_bytes)
 from .naive import BPEModel
 from .array_pretokenize import char_classes
-from .fast_encoding import _CONCAT_WIDTH
 from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
     refuse_disallowed)
 from .chunking import atomic_write
@@ -773,7 +772,7 @@ def _merge_many(self: RanksTokenizer, data, lens,
                 whole: bool | list[bool] = True  # False for a part of a cut pre-token: no shortcut
                ) -> list[tuple[int, ...]]:
     "Pre-tokens of up to 32 bytes by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
-    if self._token_keys is not None and data.shape[1] <= _CONCAT_WIDTH: return Tokenizer._merge_concat(self, data, lens, whole=np.asarray(whole))
+    if self._token_keys is not None and data.shape[1] <= self._concat_width: return Tokenizer._merge_concat(self, data, lens, whole=np.asarray(whole))
     whole = [whole] * len(lens) if isinstance(whole, bool) else whole
     if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
         self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far
