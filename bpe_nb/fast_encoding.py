@@ -502,13 +502,14 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     every = np.fromiter(map(len, toks), np.int64, len(toks))
     flat = np.frombuffer(b"".join(toks), np.uint8)
     short, long = np.flatnonzero(every <= _KEY_BYTES), np.flatnonzero(every > _KEY_BYTES)
-    starts, lens = (np.cumsum(every) - every)[short], every[short]
+    offsets = np.cumsum(every) - every  # where each token starts in `flat`
+    starts, lens = offsets[short], every[short]
     vals = np.fromiter(ids.values(), np.int64, len(toks))
     long_ids = dict(zip([toks[i] for i in long.tolist()], vals[long].tolist()))  # a long key may be shared: these decide
     none = int(vals.max()) + 1 if len(vals) else 1  # above every id: no token
     vals = np.concatenate([vals[short], vals[long], [none]])  # row k: the token of id `vals[k]`; row -1: `none`
     k1, k2 = _piece_keys(flat, starts, lens)
-    l1, l2 = _span_keys(_view8(flat), (np.cumsum(every) - every)[long], every[long])
+    l1, l2 = _span_keys(_view8(flat), offsets[long], every[long])
     keys = np.concatenate([k1, l1]), np.concatenate([k2, l2])
     for attempt in range(3):  # multipliers are drawn at random: a draw these keys crowd is drawn again
         table = _KeyTable(max(12, int(2 * len(toks)).bit_length()))
@@ -520,7 +521,7 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[:len(short)][two]
     self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64), long_ids
     top, full = np.zeros(len(toks), np.uint8), np.flatnonzero(every)  # each token's largest byte (an empty one has none)
-    if len(full): top[full] = np.maximum.reduceat(flat, (np.cumsum(every) - every)[full])
+    if len(full): top[full] = np.maximum.reduceat(flat, offsets[full])
     wide = np.flatnonzero(top >= 0xE0)
     self._wide_tokens, self._crossing = [toks[i] for i in wide.tolist()], None  # for `_crossing_keys`, on first use
 
@@ -656,14 +657,14 @@ def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens
     "The ids of `pieces`: from the cache, else merged together by `_merge_many` in groups of similar length (and cached; a part under its bytes, merged without the shortcut)."
     ids = list(map(self._cache.get, pieces))
     missing = [i for i, v in enumerate(ids) if v is None]
-    data = [p.encode() if type(p := pieces[i]) is str else p for i in missing]
+    data = {i: p.encode() if type(p := pieces[i]) is str else p for i in missing}  # their bytes, encoded once
     groups = {}  # by byte length: at most 32, 64, 128 bytes, and longer ones one by one
-    for i, d in zip(missing, data): groups.setdefault(next((w for w in (self._concat_width, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
+    for i, d in data.items(): groups.setdefault(next((w for w in (self._concat_width, 64, _LONG_MAX) if len(d) <= w), 0), []).append(i)
     for width, rows in groups.items():
         if width == 0 or len(rows) < _MANY_MIN:
             for i in rows: ids[i] = self._cache[p] if type(p := pieces[i]) is str else self._part_ids(p)
             continue
-        raw = [p.encode() if type(p := pieces[i]) is str else p for i in rows]
+        raw = [data[i] for i in rows]
         lens = np.fromiter(map(len, raw), np.int64, len(raw))
         flat = np.frombuffer(b"".join(raw) + bytes(width), np.uint8)
         at = np.cumsum(lens) - lens
