@@ -573,7 +573,7 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint
     rows_n, width = data.shape
     pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
     pb = pad.ravel()
-    w = _view8(pb).astype(np.uint64)  # w[i]: the 8 bytes from byte i, in native order (read every round: converted once)
+    w = _view8(pb)  # w[i]: the 8 bytes from byte i (a view: no copy of 8 bytes per byte, which merge recovery would pay on every token)
     def look(s, size, lim):  # the id of each span of `size` bytes from byte `s` of `pad`, `none` if it is no token (below `lim`)
         found = vals[table.get(*_span_keys(w, s, size))]
         if width > _KEY_BYTES and len(big := np.flatnonzero((size > _KEY_BYTES) & (found < none))):  # a shared key: the bytes decide
