@@ -235,9 +235,9 @@ def rbe_text() -> str:
     " Example's Chinese, Japanese and Korean books (each book's print.html, its scripts, styles and tags removed, entities"
     " decoded, blanks at the ends of lines removed, runs of blank lines kept to one)."
     import html, re
-    out = []
+    out, books = [], rbe_books()
     for lang in RBE_LANGS:
-        t = (rbe_books() / lang / "print.html").read_text(encoding="utf-8")
+        t = (books / lang / "print.html").read_text(encoding="utf-8")
         t = re.sub(r"<script.*?</script>|<style.*?</style>", "", t, flags=re.S)
         t = html.unescape(re.sub(r"<[^>]+>", "", t))
         t = re.sub(r"[ \t]+\n", "\n", t)  # no trailing blanks (the markup's indentation)
