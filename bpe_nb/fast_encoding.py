@@ -795,9 +795,9 @@ def _head_keys(t: _TokenBytes) -> np.ndarray:
 # %% ../nbs/04a_fast_encoding.ipynb #cut00004
 def _crossing_keys(tokens: list[bytes]  # the tokens with a byte of 0xE0 or more (no other can span the boundary of two characters of three or four bytes: it would hold the second one's first byte)
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of keys: pairs, tails, heads."
+    "What `tokens` hold across the boundary of two characters outside ASCII, as three sorted arrays of distinct keys: pairs, tails, heads."
     t = _token_bytes(tokens)
-    return np.sort(_pair_keys(t)), np.sort(_tail_keys(t)), np.sort(_head_keys(t))
+    return np.unique(_pair_keys(t)), np.unique(_tail_keys(t)), np.unique(_head_keys(t))
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00005
@@ -817,33 +817,80 @@ def _tail_masks(tails: np.ndarray  # tail keys, from `_crossing_keys`
     return m1, m2
 
 
+# %% ../nbs/04a_fast_encoding.ipynb #cut00027
+_SPLITMIX = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+def _slot_of(q: np.ndarray,  # int64 keys, 0 or more
+             bits: int  # the table has `2**bits` slots
+            ) -> np.ndarray:
+    "The slot of each key: its top `bits` bits after splitmix64's finaliser."
+    z = q.view(np.uint64); z = z ^ z >> np.uint64(30); z *= _SPLITMIX[0]
+    z ^= z >> np.uint64(27); z *= _SPLITMIX[1]
+    return (z >> np.uint64(64 - bits)).view(np.int64)
+
+def _slot_table(keys: np.ndarray,  # distinct int64 keys, 0 or more
+                bits: int | None = None  # `2**bits` slots; None: about eight per key
+               ) -> np.ndarray:
+    "Each key in its slot (`_slot_of`): -1 where no key lands, -2 where two or more do."
+    bits = bits or max(4, len(keys).bit_length() + 3)
+    s = _slot_of(keys, bits)
+    n = np.bincount(s, minlength=1 << bits)
+    table = np.full(1 << bits, -1, np.int64)
+    alone = n[s] == 1
+    table[s[alone]] = keys[alone]; table[n > 1] = -2
+    return table
+
+def _in_table(table: np.ndarray, keys: np.ndarray,  # `_slot_table(keys)`; the keys, sorted
+              q: np.ndarray  # int64 keys to look for, 0 or more
+             ) -> np.ndarray:
+    "Whether each of `q` is among `keys`: one read in `table`, a binary search where the slot is shared."
+    v = table[_slot_of(q, len(table).bit_length() - 1)]
+    hit = v == q
+    shared = np.flatnonzero(v == -2)
+    if len(shared): hit[shared] = _member(keys, q[shared])
+    return hit
+
+# %% ../nbs/04a_fast_encoding.ipynb #cut00030
+class _CrossTables(NamedTuple):
+    "`_crossing_keys` ready for `_crossed`: the pairs by slot, the tails as masks, the characters that start a head."
+    pairs: np.ndarray; tails: np.ndarray; heads: np.ndarray  # the keys, sorted
+    slots: np.ndarray  # `_slot_table(pairs)`
+    m1: np.ndarray; m2: np.ndarray  # `_tail_masks(tails)`
+    ends: np.ndarray  # by code point: whether some head key holds that character whole, then a character's first bytes
+
+def _cross_tables(keys: tuple,  # from `_crossing_keys`
+                  bits: int | None = None  # the slot table's size, as `_slot_table` takes it
+                 ) -> _CrossTables:
+    "The tables `_crossed` reads, from the three kinds of keys."
+    pairs, tails, heads = keys
+    ends = np.zeros(0x110000, bool); ends[heads >> 26] = True
+    return _CrossTables(pairs, tails, heads, _slot_table(pairs, bits), *_tail_masks(tails), ends)
+
 # %% ../nbs/04a_fast_encoding.ipynb #cut00025
 def _crossed(c1: np.ndarray, c2: np.ndarray,  # the code points on each side of some boundaries (three or four bytes each: 0x800 and up)
-             keys: tuple  # from `_crossing_keys`
+             t: _CrossTables  # from `_cross_tables`
             ) -> np.ndarray:
-    "Whether a token may hold bytes on both sides of each boundary of two characters of three or four bytes (not defined for others): True unless none of its keys is among `keys`."
-    pairs, tails, heads = keys
+    "Whether a token may hold bytes on both sides of each boundary of two characters of three or four bytes (not defined for others): True unless none of its keys is among the tokens' keys."
     c1, c2 = c1.astype(np.int64), c2.astype(np.int64)
-    hit = _member(pairs, c1 << 21 | c2)  # both whole
+    hit = _in_table(t.slots, t.pairs, c1 << 21 | c2)  # both whole
     lead = np.where(c2 >= 0x10000, 0xF0 | c2 >> 18, 0xE0 | c2 >> 12)  # c2's first byte
-    m1, m2 = _tail_masks(tails)  # a token that starts with c1's last byte or two, then c2's first byte
-    hit |= ((m1[c1 & 0x3F] | m2[c1 & 0xFFF]) >> (lead - 0xE0) & 1) == 1
+    hit |= ((t.m1[c1 & 0x3F] | t.m2[c1 & 0xFFF]) >> (lead - 0xE0) & 1) == 1  # a token that starts with c1's last byte or two, then c2's first
     four = np.flatnonzero(c1 >= 0x10000)  # with c1's last three bytes (a character of four)
-    if len(four): hit[four] |= _member(tails, 3 << 40 | (_utf8(c1[four])[0] & 0xFFFFFF) << 8 | lead[four])
-    end = np.flatnonzero(_member(heads >> 26, c1))  # a token that ends with c1, then c2's first bytes (heads sort by c1)
+    if len(four): hit[four] |= _member(t.tails, 3 << 40 | (_utf8(c1[four])[0] & 0xFFFFFF) << 8 | lead[four])
+    end = np.flatnonzero(t.ends[c1])  # a token that ends with c1, then c2's first bytes
     if len(end):
         u2, n2 = _utf8(c2[end])
         for k in (1, 2, 3):
             m = k < n2
-            hit[end[m]] |= _member(heads, c1[end[m]] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
+            hit[end[m]] |= _member(t.heads, c1[end[m]] << 26 | k << 24 | u2[m] >> 8 * (n2[m] - k))
     return hit
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00008
 @patch
-def _cut_keys(self: Tokenizer) -> tuple:
-    "`_crossing_keys` of this tokenizer's tokens (those `_seed_tokens` kept), built once."
-    if self._crossing is None: self._crossing, self._wide_tokens = _crossing_keys(self._wide_tokens), None
+def _cut_keys(self: Tokenizer) -> _CrossTables:
+    "The `_cross_tables` of this tokenizer's tokens (those `_seed_tokens` kept), built once."
+    if self._crossing is None: self._crossing, self._wide_tokens = _cross_tables(_crossing_keys(self._wide_tokens)), None
     return self._crossing
 
 @patch

@@ -393,7 +393,7 @@ def test_crossed_covers_every_token_that_spans_a_boundary(pieces, rnd):
     "`_crossed` against brute force: for random tokens cut out of text of 2-, 3- and 4-byte characters (starting or ending inside any character), every boundary of two characters of three or four bytes that some token spans is reported crossed."
     text, tokens = text_and_tokens("中文日本語乭字😀𠀋éßกनि", pieces, rnd)
     data = text.encode()
-    keys = fe._crossing_keys([t for t in tokens if max(t) >= 0xE0])
+    keys = fe._cross_tables(fe._crossing_keys([t for t in tokens if max(t) >= 0xE0]))
     starts = [len(text[:i].encode()) for i in range(len(text) + 1)]
     for i in range(1, len(text)):
         c1, c2 = text[i - 1], text[i]
@@ -418,13 +418,14 @@ def crossed_by_search(c1, c2, keys):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False))
-def test_crossed_equals_its_definition(pieces, rnd):
-    "`_crossed` (a table per tail length, heads only after a character that ends one) against every key looked up by search, on boundaries of 3- and 4-byte characters: both ways, no boundary reported crossed that no key matches."
+@given(st.lists(st.binary(min_size=1, max_size=9), min_size=1, max_size=40), st.randoms(use_true_random=False),
+       st.sampled_from([None, 1, 2, 3]))
+def test_crossed_equals_its_definition(pieces, rnd, bits):
+    "`_crossed` (pairs by slot, a table per tail length, heads only after a character that ends one) against every key looked up by search, on boundaries of 3- and 4-byte characters: both ways, no boundary reported crossed that no key matches; with tiny slot tables too (most slots shared: the search behind them)."
     text, tokens = text_and_tokens("中文日本語乭字😀𠀋กนิ\uffff\u0800", pieces, rnd)
     keys = fe._crossing_keys([t for t in tokens if max(t) >= 0xE0])
     c1 = np.array([ord(c) for c in text[:-1]]); c2 = np.array([ord(c) for c in text[1:]])
-    assert fe._crossed(c1, c2, keys).tolist() == crossed_by_search(c1, c2, keys)
+    assert fe._crossed(c1, c2, fe._cross_tables(keys, bits)).tolist() == crossed_by_search(c1, c2, keys)
 
 
 def test_a_special_token_inside_a_cut_run_and_the_cache(real_pair, bulk_always):

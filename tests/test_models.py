@@ -4,6 +4,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -300,3 +301,15 @@ def test_long_runs_of_wide_characters_equal_the_reference(model):
         assert fresh.encode_ordinary(text) == want, name
         assert fresh.encode_ordinary(text) == want, name  # warm
         assert ((fresh._bulk_local.state.table.k2 & fe._CUT) != 0).any()  # long pre-tokens were cut
+
+
+@pytest.mark.parametrize("name", ["llama3", "llama4", "tekken"])
+def test_pair_slots_agree_with_search_on_real_keys(name):
+    "The slot table of a real encoding's pair keys (`_cut_keys`) answers as the binary search does: on every key, on its neighbours, on random pairs of CJK characters."
+    t = interop.get_encoding(name, FILES[name])._cut_keys()
+    pairs = t.pairs
+    assert len(pairs) > 4_000 and np.all(np.diff(pairs) > 0)  # distinct, sorted (Llama 3: 4,703; Tekken, Llama 4: tens of thousands)
+    rng = np.random.default_rng(26)
+    q = np.concatenate((pairs, pairs + 1, pairs - 1, rng.integers(0x3000, 0xA000, 20_000) << 21 | rng.integers(0x3000, 0xA000, 20_000)))
+    assert fe._in_table(t.slots, pairs, q).tolist() == fe._member(pairs, q).tolist()
+    assert np.count_nonzero(t.slots >= 0) > 0.85 * len(pairs)  # at most one key in eight slots: about 89% alone, as a good hash gives
