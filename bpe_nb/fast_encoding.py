@@ -493,6 +493,32 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
     self._cache.update(zip(map(pieces.__getitem__, missing), merged))
     return ids
 
+# %% ../nbs/04a_fast_encoding.ipynb #frz00002
+class _FrozenKeys:
+    "A `_KeyTable` that no longer changes, read through a front of about eight slots per key (`get` as the table's)."
+    _slots = _KeyTable._slots  # the table's hash, with the front's bits
+    def __init__(self, table: _KeyTable):
+        self.table, self.mix, self.bits = table, table.mix, max(4, table.n.bit_length() + 3)
+        full = np.flatnonzero(table.k2)  # the keys (distinct), and their rows
+        rows = table.row[full]
+        self.k1, self.k2 = np.zeros(int(rows.max(initial=-1)) + 1, np.uint64), np.zeros(int(rows.max(initial=-1)) + 1, np.uint64)
+        self.k1[rows], self.k2[rows] = table.k1[full], table.k2[full]  # each row's key (k2 == 0: a row no key has)
+        s = self._slots(table.k1[full], table.k2[full])
+        count = np.bincount(s, minlength=1 << self.bits)
+        self.front = np.full(1 << self.bits, -1, np.int32)
+        alone = count[s] == 1
+        self.front[s[alone]] = rows[alone]; self.front[count > 1] = -2
+
+    def get(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        "The row of each key, -1 where it is absent: one read in the front, the table itself where the slot is shared."
+        r = self.front[self._slots(k1, k2)]
+        out = r.astype(np.int64)
+        at = np.flatnonzero(r >= 0); rr = r[at]
+        out[at[(self.k1[rr] != k1[at]) | (self.k2[rr] != k2[at])]] = -1  # another key's slot
+        shared = np.flatnonzero(r == -2)
+        if len(shared): out[shared] = self.table.get(k1[shared], k2[shared])
+        return out
+
 # %% ../nbs/04a_fast_encoding.ipynb #long0002
 @patch
 def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; ids grow with the tokens' ranks
@@ -519,7 +545,7 @@ def _seed_tokens(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id; id
     pair = np.full(1 << 16, -1, np.int64)  # the id of each pair of bytes that is a token
     two = lens == 2
     pair[flat[starts[two]].astype(np.int64) << 8 | flat[starts[two] + 1]] = vals[:len(short)][two]
-    self._token_keys = table, vals, pair, np.array(self.byte_ids, np.int64), long_ids
+    self._token_keys = _FrozenKeys(table), vals, pair, np.array(self.byte_ids, np.int64), long_ids
     top, full = np.zeros(len(toks), np.uint8), np.flatnonzero(every)  # each token's largest byte (an empty one has none)
     if len(full): top[full] = np.maximum.reduceat(flat, offsets[full])
     wide = np.flatnonzero(top >= 0xE0)

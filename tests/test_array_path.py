@@ -233,7 +233,8 @@ def test_bulk_state_of_ranks_holds_only_the_pre_tokens_met(real_pair, bulk_alway
     from bpe_nb.pretokenize import compile_pattern
     shared, reference = real_pair
     ours = type(shared)(shared._rank_of, shared.special_tokens, shared.pattern, cache_size=64)
-    seed = [a.copy() for a in ours._token_keys[0].__dict__.values() if isinstance(a, np.ndarray)]
+    arrays = lambda keys: [a for t in (keys, keys.table) for a in t.__dict__.values() if isinstance(a, np.ndarray)]  # the front's and the table's
+    seed = [a.copy() for a in arrays(ours._token_keys[0])]
     text = "the cat sat on the mat. " * 50
     met = set(compile_pattern(ours.pattern).findall(text))
     assert ours.encode(text) == reference.encode_ordinary(text)
@@ -245,8 +246,8 @@ def test_bulk_state_of_ranks_holds_only_the_pre_tokens_met(real_pair, bulk_alway
     assert ours._bulk_local.state is None  # dropped: 400 new pre-tokens
     assert ours.encode(text) == reference.encode_ordinary(text)
     assert ours._bulk_local.state.rows.n == len(met)
-    after = [a for a in ours._token_keys[0].__dict__.values() if isinstance(a, np.ndarray)]
-    assert len(after) == len(seed) and all(np.array_equal(a, b) for a, b in zip(seed, after))  # the tokens' keys: untouched
+    after = arrays(ours._token_keys[0])
+    assert len(after) == len(seed) == 6 and all(np.array_equal(a, b) for a, b in zip(seed, after))  # the tokens' keys: untouched
 
 
 @settings(max_examples=200, deadline=None)
