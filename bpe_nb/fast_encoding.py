@@ -495,7 +495,7 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
 
 # %% ../nbs/04a_fast_encoding.ipynb #frz00002
 class _FrozenKeys:
-    "A `_KeyTable` that no longer changes, read through a front of about eight slots per key (`get` as the table's)."
+    "A `_KeyTable` that no longer changes, its keys on distinct rows, read through a front of about eight slots per key (`get` as the table's, for keys whose `k2` is not 0)."
     _slots = _KeyTable._slots  # the table's hash, with the front's bits
     def __init__(self, table: _KeyTable):
         self.table, self.mix, self.bits = table, table.mix, max(4, table.n.bit_length() + 3)
