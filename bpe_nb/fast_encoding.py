@@ -494,6 +494,16 @@ def _new_rows(self: Tokenizer, raw: bytes,  # the block's text, UTF-8
     return ids
 
 # %% ../nbs/04a_fast_encoding.ipynb #frz00002
+def _front(s: np.ndarray, values: np.ndarray,  # the slot of each key (distinct keys); what to store for each
+           bits: int, dtype=np.int64  # `2**bits` slots; the front's type
+          ) -> np.ndarray:
+    "A front: each key's value in its slot, -1 where no key lands, -2 where two or more do (those ask something slower)."
+    count = np.bincount(s, minlength=1 << bits)
+    front = np.full(1 << bits, -1, dtype)
+    alone = count[s] == 1
+    front[s[alone]] = values[alone]; front[count > 1] = -2
+    return front
+
 class _FrozenKeys:
     "A `_KeyTable` that no longer changes, its keys on distinct rows, read through a front of about eight slots per key (`get` as the table's, for keys whose `k2` is not 0)."
     _slots = _KeyTable._slots  # the table's hash, with the front's bits
@@ -501,13 +511,9 @@ class _FrozenKeys:
         self.table, self.mix, self.bits = table, table.mix, max(4, table.n.bit_length() + 3)
         full = np.flatnonzero(table.k2)  # the keys (distinct), and their rows
         rows = table.row[full]
-        self.k1, self.k2 = np.zeros(int(rows.max(initial=-1)) + 1, np.uint64), np.zeros(int(rows.max(initial=-1)) + 1, np.uint64)
+        self.k1, self.k2 = (np.zeros(int(rows.max(initial=-1)) + 1, np.uint64) for _ in "12")
         self.k1[rows], self.k2[rows] = table.k1[full], table.k2[full]  # each row's key (k2 == 0: a row no key has)
-        s = self._slots(table.k1[full], table.k2[full])
-        count = np.bincount(s, minlength=1 << self.bits)
-        self.front = np.full(1 << self.bits, -1, np.int32)
-        alone = count[s] == 1
-        self.front[s[alone]] = rows[alone]; self.front[count > 1] = -2
+        self.front = _front(self._slots(table.k1[full], table.k2[full]), rows, self.bits, np.int32)
 
     def get(self, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
         "The row of each key, -1 where it is absent: one read in the front, the table itself where the slot is shared."
@@ -857,14 +863,9 @@ def _slot_of(q: np.ndarray,  # int64 keys, 0 or more
 def _slot_table(keys: np.ndarray,  # distinct int64 keys, 0 or more
                 bits: int | None = None  # `2**bits` slots; None: about eight per key
                ) -> np.ndarray:
-    "Each key in its slot (`_slot_of`): -1 where no key lands, -2 where two or more do."
+    "Each key in its slot (`_slot_of`), as a `_front`: -1 where no key lands, -2 where two or more do."
     bits = bits or max(4, len(keys).bit_length() + 3)
-    s = _slot_of(keys, bits)
-    n = np.bincount(s, minlength=1 << bits)
-    table = np.full(1 << bits, -1, np.int64)
-    alone = n[s] == 1
-    table[s[alone]] = keys[alone]; table[n > 1] = -2
-    return table
+    return _front(_slot_of(keys, bits), keys, bits)  # (as the tokens' key front above, with the keys themselves as values)
 
 def _in_table(table: np.ndarray, keys: np.ndarray,  # `_slot_table(keys)`; the keys, sorted
               q: np.ndarray  # int64 keys to look for, 0 or more
