@@ -182,7 +182,6 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     grp += f >= SPACE; grp -= f == DIGIT
     few = (f == NL) | (f == DIGIT) | (cp == 39)  # the rarer characters, found in one pass
     if rules.cased: few |= (f == LU) | (f == MARK)
-    if rules.slash: few |= cp == 47
     few = np.flatnonzero(few)
     fc = f[few]
     nlp, digits = few[fc == NL], few[fc == DIGIT]
@@ -195,7 +194,9 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     keep = a > 0; keep[keep] = ~first[a[keep]]
     keep[keep] = _GROUP[f[a[keep] - 1]] == 2
     a, b = a[keep], b[keep]
-    grp[_spans(a, b)] = 2
+    if rules.slash and len(a): b = _run_end((f == NL) | (cp == 47), first, a)  # `[\r\n/]*`: slashes and newlines after them too
+    taken, after = _spans(a, b), b[b < n]  # what punctuation takes after it; where the next pre-token starts
+    grp[taken] = 2
     start = np.zeros(n + 1, bool)
     np.not_equal(grp[1:], grp[:-1], out=start[1:n])  # a change of group
     start[ends] = True; start[b] = True
@@ -207,7 +208,9 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     word = grp == 0  # a letter run takes the character before it: `[^\r\n\p{L}\p{N}]?`
     punct = (f == PUNCT) | (f == MARK)
     lone = np.zeros(n, bool); np.logical_or(punct[:-1], f[:-1] == SPACE, out=lone[1:]); lone[fi] = False  # after punctuation or a space
+    lone[after] = False  # (not after punctuation that `[\r\n/]*` ended)
     free = (f - np.uint8(SPACE) < 2) | (punct > lone)  # a space, other whitespace, or punctuation after neither
+    free[taken] = False  # a slash taken by the punctuation before it
     if rules.contractions == "suffix": free[tk] = False  # not a suffix's character
     j = word[1:] > word[:-1]; j &= free[:-1]; j[fi[fi > 0] - 1] = False  # at 1..n-1: a letter run starts, and the character before goes with it
     start[:n - 1] |= j; start[1:n] &= ~j
@@ -283,16 +286,10 @@ def _case_starts(start, f, grp, first, u):  # u: where the upper-case letters ar
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00018
 def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules,
-          few: np.ndarray  # the positions to look at (all marks and slashes are among them)
+          few: np.ndarray  # the positions to look at (all marks are among them)
          ) -> np.ndarray:
-    "Where the characters the array rules leave to the regex are: marks (`cased`), `/` after a newline (`slash`)."
-    h = few[f[few] == MARK] if rules.cased else few[:0]
-    if rules.slash:
-        s = few[cp[few] == 47]
-        s = s[(s > 0) & ~first[s]]
-        s = s[f[s - 1] == NL]
-        if len(s): h = np.sort(np.concatenate([h, s]))
-    return h
+    "Where the characters the array rules leave to the regex are: marks (`cased`)."
+    return few[f[few] == MARK] if rules.cased else few[:0]
 
 def _safe(cp: np.ndarray, f: np.ndarray | None, edge: np.ndarray, x: np.ndarray) -> np.ndarray:
     "True at the positions `x` (0 to `len(cp)`) that are safe cuts: a text's start or end, or a space after a character that is not `isspace`."
@@ -401,11 +398,14 @@ def pretoken_starts(text: str,  # the texts of a block, joined
 def byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; sorted positions in them
                ) -> np.ndarray:
     "The positions `chars` of a text as offsets in its UTF-8 bytes."
-    wide = np.flatnonzero(cp >= 0x80)  # the characters of more than one byte, and how many more
+    wide = cp >= 0x80  # the characters of more than one byte
+    if 16 * np.count_nonzero(wide) >= len(cp):  # common: the extra bytes before every position, in one running sum
+        more = wide.view(np.uint8) + (cp >= 0x800).view(np.uint8); more += (cp >= 0x10000).view(np.uint8)  # 0 to 3 each
+        extra = np.zeros(len(cp) + 1, np.int64); np.cumsum(more, dtype=np.int64, out=extra[1:])
+        return chars + extra[chars]
+    wide = np.flatnonzero(wide)  # rare: the extra bytes up to each of them, each placed among the positions
     extra = np.zeros(len(wide) + 1, np.int64)
     np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
-    if len(wide) >= len(chars): return chars + extra[np.searchsorted(wide, chars)]
-    # fewer wide characters than positions: place each wide character among the positions instead
     return chars + extra[np.cumsum(np.bincount(np.searchsorted(chars, wide, "right"), minlength=len(chars) + 1)[:-1])]
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000033

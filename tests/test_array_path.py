@@ -80,6 +80,20 @@ def test_chains_of_contractions_equal_regex(pattern, rules):
     for t in ["a'S'S'Se", "x's's's'sy", "é'LL'VE'REx", "a'T'M'De'D"]: assert array_pieces(rules, pattern, [t]) == rx.findall(t)
 
 
+SLASHES = list("/\n\r.;*'xXaB1 \t") + ["//", "\n//", ".\n", "\r\n/", " /", "'s", "'S", "中", "é", "ǅ"]  # `[\r\n/]*`
+
+
+@pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
+def test_slashes_after_newlines_equal_regex_without_it(pattern, rules):
+    "Punctuation, newlines and slashes (`;\\n//x`, `.\\n/*a`): o200k's `[\\r\\n/]*` by the array rules alone, no stretch left to the regex."
+    check_random_parts(pattern, rules, SLASHES, seed=13, longest=14, most=3)
+    text = ";\n//x.\n/*a\n\n//'s"
+    cp = ap._code_points(text); edge = np.zeros(len(text) + 1, bool); edge[[0, -1]] = True
+    assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == 0  # nothing for `_by_regex`
+    assert array_pieces(rules, pattern, [text]) == compile_pattern(pattern).findall(text)
+    if rules.slash: assert array_pieces(rules, pattern, [text])[:3] == [";\n//", "x", ".\n/"]
+
+
 def test_contraction_letters_match_regex():
     "The letters `(?i)` folds onto s d m t (one-letter contractions) and onto l v r e, over every code point."
     every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
