@@ -178,18 +178,25 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     n = len(cp)
     first, stop, ends = edge[:n], edge[1:], np.flatnonzero(edge)
     fi = ends[ends < n]  # where the texts start
-    grp = (f > LO).view(np.uint8) << 1  # the group of each class, in four passes (faster than `_GROUP[f]`)
-    grp += f >= SPACE; grp -= f == DIGIT
     few = (f == NL) | (f == DIGIT) | (cp == 39)  # the rarer characters, found in one pass
     if rules.cased: few |= (f == LU) | (f == MARK)
     few = np.flatnonzero(few)
     fc = f[few]
+    late = few[:0]  # runs of marks after a suffix (below)
+    if rules.cased and len(marks := few[fc == MARK]):  # marks right after a letter are of its word: as Lo there
+        a, b = _runs(marks, first)
+        word = ~first[a]; word[word] = f[a[word] - 1] <= LO
+        a, b = a[word], b[word]
+        f = f.copy(); f[_spans(a, b)] = LO; fc = f[few]
+    grp = (f > LO).view(np.uint8) << 1  # the group of each class, in four passes (faster than `_GROUP[f]`)
+    grp += f >= SPACE; grp -= f == DIGIT
     nlp, digits = few[fc == NL], few[fc == DIGIT]
     quotes = few[cp[few] == 39]
     if rules.contractions == "suffix":
         q, k = _suffixes(cp, f, first, stop, quotes)
         tk = _spans(q, q + k)  # their characters: a group of their own, 4
         grp[tk] = 4
+        if rules.cased and len(marks): late = a[grp[a - 1] == 4]  # they start a pre-token, which the regex finds
     a, b = _runs(nlp, first)  # newlines right after punctuation go with it: `[\r\n]*`
     keep = a > 0; keep[keep] = ~first[a[keep]]
     keep[keep] = _GROUP[f[a[keep] - 1]] == 2
@@ -225,7 +232,8 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         start[tk] = False
         start[q + k] = True
     start[ends] = True
-    return start, _hard(cp, f, first, rules, few)
+    h = _hard(cp, f, first, rules, few)
+    return start, np.union1d(h, late) if len(late) else h
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00016
 def _suffixes(cp: np.ndarray, f: np.ndarray, first: np.ndarray, stop: np.ndarray,

@@ -94,6 +94,23 @@ def test_slashes_after_newlines_equal_regex_without_it(pattern, rules):
     if rules.slash: assert array_pieces(rules, pattern, [text])[:3] == [";\n//", "x", ".\n/"]
 
 
+MARKS = list("\u0301\u0903\u093e\u094dकनaAxX'sS.;/ \t\n1") + ["न्", "x's\u0301", "\u0301\u0301", "é", "中", "ǅ", "'S"]
+
+
+@pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
+def test_marks_equal_regex_and_those_after_letters_are_the_arrays(pattern, rules):
+    "Marks after letters, after marks, after punctuation, digits, suffixes and at a text's start: only those not after a letter (or after a suffix) go to the regex."
+    check_random_parts(pattern, rules, MARKS, seed=17, longest=14, most=3)
+    text = "नमस्ते दुनिया x\u0301y Éa\u0301B"  # every mark right after a letter
+    cp = ap._code_points(text); edge = np.zeros(len(text) + 1, bool); edge[[0, -1]] = True
+    assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == 0
+    assert array_pieces(rules, pattern, [text]) == compile_pattern(pattern).findall(text)
+    if rules.cased:  # after punctuation, a digit, a suffix: the regex decides
+        for t in [".\u0301a", "1\u0301", "x's\u0301a"][:3 if rules.contractions == "suffix" else 2]:
+            cp = ap._code_points(t); edge = np.zeros(len(t) + 1, bool); edge[[0, -1]] = True
+            assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == 1, t
+
+
 def test_contraction_letters_match_regex():
     "The letters `(?i)` folds onto s d m t (one-letter contractions) and onto l v r e, over every code point."
     every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
