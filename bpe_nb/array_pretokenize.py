@@ -182,7 +182,6 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     if rules.cased: few |= (f == LU) | (f == MARK)
     few = np.flatnonzero(few)
     fc = f[few]
-    late = few[:0]  # runs of marks after a suffix (below)
     if rules.cased and len(marks := few[fc == MARK]):  # marks right after a letter are of its word: as Lo there
         a, b = _runs(marks, first)
         word = ~first[a]; word[word] = f[a[word] - 1] <= LO
@@ -196,7 +195,6 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         q, k = _suffixes(cp, f, first, stop, quotes)
         tk = _spans(q, q + k)  # their characters: a group of their own, 4
         grp[tk] = 4
-        if rules.cased and len(marks): late = a[grp[a - 1] == 4]  # they start a pre-token, which the regex finds
     a, b = _runs(nlp, first)  # newlines right after punctuation go with it: `[\r\n]*`
     keep = a > 0; keep[keep] = ~first[a[keep]]
     keep[keep] = _GROUP[f[a[keep] - 1]] == 2
@@ -232,8 +230,7 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         start[tk] = False
         start[q + k] = True
     start[ends] = True
-    h = _hard(cp, f, first, rules, few)
-    return start, np.union1d(h, late) if len(late) else h
+    return start, _hard(cp, f, first, rules, few)
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00016
 def _suffixes(cp: np.ndarray, f: np.ndarray, first: np.ndarray, stop: np.ndarray,
