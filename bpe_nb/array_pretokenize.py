@@ -184,7 +184,7 @@ def _array_starts(cp: np.ndarray,  # the text's code points
     fc = f[few]
     if rules.cased and len(marks := few[fc == MARK]):  # marks right after a letter are of its word: as Lo there
         a, b = _runs(marks, first)
-        word = ~first[a]; word[word] = f[a[word] - 1] <= LO
+        word = ~first[a] & (a > 0); word[word] = f[a[word] - 1] <= LO
         a, b = a[word], b[word]
         f = f.copy(); f[_spans(a, b)] = LO; fc = f[few]
     grp = (f > LO).view(np.uint8) << 1  # the group of each class, in four passes (faster than `_GROUP[f]`)
@@ -230,7 +230,7 @@ def _array_starts(cp: np.ndarray,  # the text's code points
         start[tk] = False
         start[q + k] = True
     start[ends] = True
-    return start, _hard(cp, f, first, rules, few)
+    return start, _hard(f, rules, few)
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00016
 def _suffixes(cp: np.ndarray, f: np.ndarray, first: np.ndarray, stop: np.ndarray,
@@ -290,7 +290,7 @@ def _case_starts(start, f, grp, first, u):  # u: where the upper-case letters ar
     start[t[inner(t)]] = True  # are cut off when something precedes them in the word
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00018
-def _hard(cp: np.ndarray, f: np.ndarray, first: np.ndarray, rules: ArrayRules,
+def _hard(f: np.ndarray, rules: ArrayRules,  # the classes (marks after letters read as Lo); the pattern
           few: np.ndarray  # the positions to look at (all marks are among them)
          ) -> np.ndarray:
     "Where the characters the array rules leave to the regex are: marks (`cased`)."
