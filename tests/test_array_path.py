@@ -80,6 +80,12 @@ def test_chains_of_contractions_equal_regex(pattern, rules):
     for t in ["a'S'S'Se", "x's's's'sy", "é'LL'VE'REx", "a'T'M'De'D"]: assert array_pieces(rules, pattern, [t]) == rx.findall(t)
 
 
+def left_to_regex(rules, text):
+    "The positions the array rules leave to the regex (`_hard`) in one text."
+    cp = ap._code_points(text); edge = np.zeros(len(text) + 1, bool); edge[[0, -1]] = True
+    return ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1].tolist()
+
+
 SLASHES = list("/\n\r.;*'xXaB1 \t") + ["//", "\n//", ".\n", "\r\n/", " /", "'s", "'S", "中", "é", "ǅ"]  # `[\r\n/]*`
 
 
@@ -88,8 +94,7 @@ def test_slashes_after_newlines_equal_regex_without_it(pattern, rules):
     "Punctuation, newlines and slashes (`;\\n//x`, `.\\n/*a`): o200k's `[\\r\\n/]*` by the array rules alone, no stretch left to the regex."
     check_random_parts(pattern, rules, SLASHES, seed=13, longest=14, most=3)
     text = ";\n//x.\n/*a\n\n//'s"
-    cp = ap._code_points(text); edge = np.zeros(len(text) + 1, bool); edge[[0, -1]] = True
-    assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == 0  # nothing for `_by_regex`
+    assert left_to_regex(rules, text) == []  # nothing for `_by_regex`
     assert array_pieces(rules, pattern, [text]) == compile_pattern(pattern).findall(text)
     if rules.slash: assert array_pieces(rules, pattern, [text])[:3] == [";\n//", "x", ".\n/"]
 
@@ -99,15 +104,13 @@ MARKS = list("\u0301\u0903\u093e\u094dकनaAxX'sS.;/ \t\n1") + ["न्", "x's
 
 @pytest.mark.parametrize("pattern,rules", PATTERNS, ids=["cl100k", "o200k", "llama3", "tekken"])
 def test_marks_equal_regex_and_those_after_letters_are_the_arrays(pattern, rules):
-    "Marks after letters, after marks, after punctuation, digits, suffixes and at a text's start: only those not after a letter (or after a suffix) go to the regex."
+    "Marks after letters, after marks, after punctuation, digits, suffixes and at a text's start: only those not after a letter go to the regex."
     check_random_parts(pattern, rules, MARKS, seed=17, longest=14, most=3)
     text = "नमस्ते दुनिया x\u0301y Éa\u0301B"  # every mark right after a letter
-    cp = ap._code_points(text); edge = np.zeros(len(text) + 1, bool); edge[[0, -1]] = True
-    assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == 0
+    assert left_to_regex(rules, text) == []
     assert array_pieces(rules, pattern, [text]) == compile_pattern(pattern).findall(text)
     for t in [".\u0301a", "1\u0301", "x's\u0301a"]:  # after punctuation, a digit: the regex decides; after a suffix, the arrays
-        cp = ap._code_points(t); edge = np.zeros(len(t) + 1, bool); edge[[0, -1]] = True
-        assert len(ap._array_starts(cp, ap.char_classes(cp), edge, rules)[1]) == (rules.cased and "'" not in t), t
+        assert len(left_to_regex(rules, t)) == (rules.cased and "'" not in t), t
         assert array_pieces(rules, pattern, [t]) == compile_pattern(pattern).findall(t)
 
 
