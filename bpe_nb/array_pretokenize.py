@@ -69,8 +69,14 @@ def _classify(cps: np.ndarray) -> np.ndarray:
     for c, rx in _CLASS_RX: out[[m.start() for m in compile_pattern(rx).finditer(s)]] = c
     return out
 
-def _distinct_sorted(x: np.ndarray) -> np.ndarray:
-    "The distinct values of `x`, in increasing order (`np.unique` without its first-call import of `numpy.ma`)."
+_MARK_MIN = 1 << 16  # code points, at least, that `_distinct_sorted` marks in a table of all of them instead of sorting
+
+def _distinct_sorted(x: np.ndarray  # code points
+                    ) -> np.ndarray:
+    "The distinct values of `x`, in increasing order (`np.unique` without its first-call import of `numpy.ma`): sorted, or, if many, marked."
+    if len(x) >= _MARK_MIN:  # a pass over 1.1 M flags beats a sort of this many
+        seen = np.zeros(0x110000, bool); seen[x] = True
+        return np.flatnonzero(seen).astype(x.dtype)
     x = np.sort(x)
     return x[np.r_[True, x[1:] != x[:-1]]] if len(x) else x
 
