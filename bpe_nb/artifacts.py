@@ -24,7 +24,8 @@ from pathlib import Path
 __all__ = ['ERROR_KINDS', 'MAX_ID', 'MAX_SPECIAL_TOKENS', 'MAX_SPECIAL_CHARS', 'TRAINING_FIELDS', 'SCHEMA', 'SCHEMA_VERSION',
            'MAX_JSON_BYTES', 'SINGLE_BYTES', 'TRUSTED_PATTERNS', 'ArtifactError', 'of_kind', 'model_parts',
            'check_text', 'shorten', 'check_id', 'check_special_count', 'id_layout', 'corpus_record', 'training_record',
-           'native_text', 'save', 'json_type', 'read_json', 'check_pattern_trust', 'gc_paused', 'load', 'load_model']
+           'native_text', 'save', 'json_type', 'check_regular', 'read_json', 'check_pattern_trust', 'gc_paused', 'load',
+           'load_model']
 
 # %% ../nbs/05_artifacts.ipynb #296278ba
 import regex
@@ -294,12 +295,18 @@ def _parse_constant(s: str):
 MAX_JSON_BYTES = 16 << 20
 "The largest JSON file the readers parse: 16 MiB, 1.7 times o200k's `tokenizer.json` (9.7 MB). Parsed JSON takes up to ~25 times its size in memory."
 
+def check_regular(path: Path  # a file about to be opened for reading
+                 ):
+    "Refuse a directory or a special file (a pipe would block the reader forever, a device would never end) with an `ArtifactError`; a missing file is left to `open`."
+    try: st = path.stat()
+    except OSError: return
+    if stat.S_ISDIR(st.st_mode): raise ArtifactError(path, "is a directory, not a file", "unreadable")
+    if not stat.S_ISREG(st.st_mode): raise ArtifactError(path, "is not a regular file (a device, a pipe, a socket)", "unreadable")
+
 def _read_capped(path: Path, cap: int) -> bytes:
     "The bytes of the regular file `path`, at most `cap + 1` of them; a missing or special file is an `ArtifactError`."
     try:
-        st = path.stat()
-        if stat.S_ISDIR(st.st_mode): raise ArtifactError(path, "is a directory, not a file", "unreadable")
-        if not stat.S_ISREG(st.st_mode): raise ArtifactError(path, "is not a regular file (a device, a pipe, a socket)", "unreadable")
+        check_regular(path)
         with open(path, "rb") as f: return f.read(cap + 1)
     except FileNotFoundError: raise ArtifactError(path, "no such file", "not-found") from None
     except IsADirectoryError: raise ArtifactError(path, "is a directory, not a file", "unreadable") from None

