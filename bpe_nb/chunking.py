@@ -31,7 +31,7 @@ __all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'KILL_WORKER',
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
-                                 check_pattern, compile_pattern, special_pattern)
+                                 check_pattern, compile_pattern, special_alternation, special_pattern)
 from .naive import BPEModel, TrainingRun, ProgressBar, train_naive
 from .incremental import train_incremental
 
@@ -60,30 +60,44 @@ class _Cutter:
                              key=lambda b: (-len(b), b))
         self.spaces = pattern in PROVEN_PATTERNS  # the space rule is proven for these patterns only
         self.context = max([len(t) for t in self.tokens] + [1])  # bytes needed on each side of a cut to judge it
+        trie = special_alternation({t.decode("latin-1") for t in self.tokens}).encode("latin-1")  # chapter 00's trie, on bytes
+        self.rx = re.compile(trie) if self.tokens else None  # finds the tokens, left to right
+        self.rx_at = re.compile(b"(?=(" + trie + b"))") if self.tokens else None  # the longest token at each position
 
 # %% ../nbs/03_parallel_chunking.ipynb #3511244f
 @patch
 def straddled(self: _Cutter, buf: bytes, p: int) -> bool:
     "True if an occurrence of a special token starts before `p` and ends after it."
-    for t in self.tokens:
-        if len(t) > 1:
-            k = buf.find(t, max(0, p - len(t) + 1), p + len(t) - 1)
-            if k != -1 and k < p: return True
+    if self.rx_at is None: return False
+    for m in self.rx_at.finditer(buf, max(0, p - self.context + 1), p + self.context - 1):
+        if m.start() >= p: return False
+        if m.start() + len(m.group(1)) > p: return True
     return False
 
 # %% ../nbs/03_parallel_chunking.ipynb #2f6d07e8
 @patch
 def _candidates(self: _Cutter, buf: bytes, lo: int, hi: int, reverse: bool):
     "For each kind of cut, the first (or last) safe one in [lo, hi), or -1."
-    found = []
-    kinds = [(t, False) for t in self.tokens] + ([(b" ", True)] if self.spaces else [])
-    for needle, is_space in kinds:
-        j = buf.rfind(needle, lo, hi + len(needle) - 1) if reverse else buf.find(needle, lo, hi + len(needle) - 1)
-        while j != -1 and lo <= j < hi:
-            if (not is_space or (j > 0 and 0x21 <= buf[j - 1] <= 0x7E)) and not self.straddled(buf, j):
-                found.append(j); break
-            j = buf.rfind(needle, lo, j + len(needle) - 1) if reverse else buf.find(needle, j + 1, hi + len(needle) - 1)
+    found = [j for j in [self._special_cut(buf, lo, hi, reverse)] if j != -1]
+    if not self.spaces: return found
+    j = buf.rfind(b" ", lo, hi) if reverse else buf.find(b" ", lo, hi)
+    while j != -1 and lo <= j < hi:
+        if j > 0 and 0x21 <= buf[j - 1] <= 0x7E and not self.straddled(buf, j): found.append(j); break
+        j = buf.rfind(b" ", lo, j) if reverse else buf.find(b" ", j + 1, hi)
     return found
+
+_BACK_WINDOW = 1 << 16  # bytes searched at a time for the last special token of a range
+
+@patch
+def _special_cut(self: _Cutter, buf: bytes, lo: int, hi: int, reverse: bool) -> int:
+    "The first (or last) start of a special token in [lo, hi) that no occurrence straddles, or -1."
+    if self.rx is None: return -1
+    step = _BACK_WINDOW if reverse else max(hi - lo, 1)
+    for b in range(hi, lo, -step) if reverse else [hi]:  # backwards: window by window from the end
+        ms = self.rx.finditer(buf, max(lo, b - step), min(len(buf), b + self.context - 1))
+        for j in reversed([m.start() for m in ms]) if reverse else (m.start() for m in ms):
+            if j < b and not self.straddled(buf, j): return j
+    return -1
 
 # %% ../nbs/03_parallel_chunking.ipynb #5d539b07
 @patch

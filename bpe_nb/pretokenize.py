@@ -17,7 +17,7 @@ __all__ = ['GPT2_PATTERN', 'CL100K_PATTERN', 'O200K_PATTERN', 'R50K_PATTERN', 'L
            'KNOWN_PATTERNS', 'PROVEN_PATTERNS', 'GPT2_ASCII', 'visible', 'compile_pattern', 'pretokenize',
            'check_special_tokens', 'split_special', 'count_pretokens', 'bytes_to_unicode', 'unicode_to_bytes',
            'first_gap', 'not_covered_error', 'first_uncovered', 'check_pattern', 'bytes_to_printable',
-           'printable_to_bytes', 'special_pattern', 'TokenView', 'show_tokens']
+           'printable_to_bytes', 'special_alternation', 'special_pattern', 'TokenView', 'show_tokens']
 
 # %% ../nbs/00_pretokenize.ipynb #9e32486a
 import regex
@@ -260,7 +260,8 @@ GPT2_ASCII = re.compile(r""" ?[A-Za-z]+{p}|'(?:[sdmt]|ll|ve|re)| ?[^\t-\r A-Za-z
 # %% ../nbs/00_pretokenize.ipynb #79664c31
 _TRIE_DEPTH = 50  # nested groups in a special-token regex at most; a deeper branch is a plain longest-first alternation
 
-def _special_alternation(toks: set[str]) -> str:
+def special_alternation(toks: set[str]  # non-empty strings (chapter 03 passes bytes read as Latin-1, one character a byte)
+                       ) -> str:
     "A regex for `toks` that matches the longest one at each position, as a trie of common prefixes."
     # A plain alternation `t1|t2|...` makes the regex engine try every token at every position of the text
     # (10,000 tokens: 10,000 attempts per character). The trie tries one branch per character instead:
@@ -299,7 +300,7 @@ def special_pattern(special_tokens: tuple[str, ...]  # the special tokens, any o
                    ) -> regex.Pattern | None:
     "A compiled regex of `special_tokens`, the longest first where several match, in one capturing group (`None` if empty)."
     if not check_special_tokens(special_tokens): return None
-    return regex.compile("(" + _special_alternation(set(special_tokens)) + ")")
+    return regex.compile("(" + special_alternation(set(special_tokens)) + ")")
 
 # %% ../nbs/00_pretokenize.ipynb #3196860e
 def _char_len(data: bytes, i: int) -> int:
