@@ -1243,12 +1243,27 @@ def _ids_array(ids: list[int], dtype: str | np.dtype) -> np.ndarray:
 _FILE_MIN_RANGE = 1 << 20  # bytes: `encode_file` does not plan ranges smaller than this
 _FILE_BLOCK = 1 << 20  # bytes a worker reads, decodes and encodes at a time
 
+@patch
+def _file_ranges(self: Tokenizer, path: str, workers: int,
+                 min_size: int,  # bytes: no range is planned smaller
+                 errors: str  # how the file will be decoded ("strict" or "replace"): a subclass may need it
+                ) -> list[tuple[int, int]]:
+    "The byte ranges of `path` that `encode_file` shares among `workers`: chapter 03's, each cut at a safe cut."
+    return file_ranges(path, workers, tuple(self.special_tokens), self.pattern, min_size)
+
+@patch
+def _file_texts(self: Tokenizer, path: str, start: int, end: int, errors: str, block_size: int
+               ) -> Iterator[tuple[int, str]]:
+    "The texts of bytes `start:end` of `path` that `encode` takes one by one, each with the bytes it completes: chapter 03's blocks."
+    for block in read_blocks(path, start, end, tuple(self.special_tokens), self.pattern, errors=errors,
+                             block_size=block_size):
+        yield block.size, block.text
+
 def _encode_blocks(tok: Tokenizer, path: str, start: int, end: int, dtype: str, errors: str,
                    block_size: int) -> Iterator[tuple[int, np.ndarray]]:
-    "The ids of bytes `start:end` of `path`, one array per block read, each with the block's size in bytes."
-    for block in read_blocks(path, start, end, tuple(tok.special_tokens), tok.pattern, errors=errors,
-                             block_size=block_size):
-        yield block.size, _ids_array(tok.encode(block.text), dtype)
+    "The ids of bytes `start:end` of `path`, one array per text of `_file_texts`, each with the bytes it completes."
+    for n, text in tok._file_texts(path, start, end, errors, block_size):
+        yield n, _ids_array(tok.encode(text), dtype)
 
 def _encode_range(tok: Tokenizer | None, path: str, start: int, end: int, dtype: str, errors: str,
                   block_size: int) -> np.ndarray:
@@ -1306,7 +1321,7 @@ def _encode_file(tok: Tokenizer, path, out_path, workers, dtype, progress, error
     if errors not in ("strict", "replace"): raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     dt = _resolve_dtype(tok, dtype)
     workers = _n_workers(workers)
-    ranges = file_ranges(path, workers, tuple(tok.special_tokens), tok.pattern, _FILE_MIN_RANGE)
+    ranges = tok._file_ranges(str(path), workers, _FILE_MIN_RANGE, errors)
     npy, total = out_path.suffix == ".npy", 0
     fd, tmp_out = open_temp(out_path)  # renamed into place only when complete
     try:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import base64
 import binascii
+import codecs
 import functools
 import gzip
 import heapq
@@ -14,7 +15,7 @@ import os
 import re
 import zlib
 from itertools import repeat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 # %% auto #0
@@ -37,7 +38,7 @@ from .naive import BPEModel
 from .array_pretokenize import char_classes
 from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
     refuse_disallowed)
-from .chunking import atomic_write
+from .chunking import atomic_write, read_blocks
 from bpe_nb.artifacts import (MAX_ID, MAX_SPECIAL_TOKENS, SINGLE_BYTES, TRUSTED_PATTERNS, ArtifactError, check_id, of_kind,
     check_pattern_trust, check_regular, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
     save, shorten)
@@ -724,11 +725,12 @@ def encode_ordinary(self: RanksTokenizer, text: str) -> list[int]:
     return self._encode_slices(parts, None)
 
 @patch
-def _sliced_rx(self: RanksTokenizer, slices: list[str], allowed_special, disallowed_special):
+def _sliced_rx(self: RanksTokenizer, slices: list[str], allowed_special, disallowed_special,
+               at: int = 0  # where `slices` start in a stream, for error messages
+              ):
     "`_split_rx` for a text cut into `slices`: a disallowed special token is looked for slice by slice, as Meta's tiktoken does; its index is in the whole text."
     if allowed_special is None and disallowed_special is None: return self._special_rx  # every registered one
     rx, bad = self._special_rules(allowed_special, disallowed_special)  # tiktoken's rules
-    at = 0
     for s in slices if bad is not None else ():
         refuse_disallowed(s, bad, at); at += len(s)
     return rx
@@ -771,6 +773,85 @@ def encode_batch(self: RanksTokenizer, texts: Iterable[str],  # the texts to enc
         try: out[i] = self.encode(texts[i], **opts)
         except ValueError as e: raise ValueError(f"texts[{i}]: {e}") from e
     return out
+
+# %% ../nbs/05a_interop.ipynb #filecut03
+def _slice_starts(path: str, size: int,
+                  validate: bool = True,  # False: trust the file to be UTF-8 (a fault is found when it is decoded)
+                  read: int = 1 << 20  # bytes read at a time
+                 ) -> list[int] | None:
+    "The byte offset of every `size`-th character of the file `path` (0 first), or None if it is not valid UTF-8."
+    out, chars, at, check = [0], 0, 0, codecs.getincrementaldecoder("utf-8")()
+    with open(path, "rb") as f:
+        while data := f.read(read):
+            try: validate and check.decode(data)
+            except UnicodeDecodeError: return None
+            lead = np.frombuffer(data, np.int8) >= -0x40  # the first byte of each character: not 0x80-0xBF
+            n = int(np.count_nonzero(lead))
+            if chars + n > len(out) * size:  # characters of this read start slices
+                out += (at + np.flatnonzero(lead)[np.arange(len(out) * size - chars, n, size)]).tolist()
+            chars, at = chars + n, at + len(data)
+    try: validate and check.decode(b"", final=True)
+    except UnicodeDecodeError: return None  # the file ends inside a character
+    return out
+
+# %% ../nbs/05a_interop.ipynb #filecut06
+@patch
+def _file_ranges(self: RanksTokenizer, path: str, workers: int, min_size: int, errors: str) -> list[tuple[int, int]]:
+    "Chapter 04a's ranges; with `slices`, each starts at the nearest of Meta's cuts of the whole file (one range if it is not valid UTF-8)."
+    ranges = Tokenizer._file_ranges(self, path, workers, min_size, errors)
+    if self._slices is None or len(ranges) <= 1: return ranges
+    starts = _slice_starts(path, self._slices[0], validate=errors != "strict")  # "strict": a worker names a fault
+    if starts is None: return [(0, ranges[-1][1])]  # in order, in this process, where `read_blocks` names a fault
+    cuts = np.asarray(starts)
+    bounds = sorted({int(cuts[np.abs(cuts - a).argmin()]) for a, _ in ranges})  # 0 among them: ranges[0] starts there
+    return list(zip(bounds, bounds[1:] + [ranges[-1][1]]))
+
+@patch
+def _file_texts(self: RanksTokenizer, path: str, start: int, end: int, errors: str, block_size: int
+               ) -> Iterator[tuple[int, str]]:
+    "Chapter 04a's texts; with `slices`, the blocks' text cut every `size` characters from `start` (one of Meta's cuts)."
+    texts = Tokenizer._file_texts(self, path, start, end, errors, block_size)
+    if self._slices is None: yield from texts; return
+    size, carry, done = self._slices[0], "", 0  # done: bytes read and not yet reported
+    for n, text in texts:
+        text, done = carry + text, done + n
+        whole = len(text) - len(text) % size
+        for i in range(0, whole, size): yield done, text[i:i + size]; done = 0
+        carry = text[whole:]
+    if carry or done: yield done, carry
+
+# %% ../nbs/05a_interop.ipynb #filecut10
+def _text_slices(texts: Iterable[str], size: int) -> Iterator[str]:
+    "The concatenation of `texts`, lazily, in slices of `size` characters (the last one shorter)."
+    parts, n = [], 0  # the start of the next slice, and its length
+    for t in texts:
+        if not isinstance(t, str):
+            raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(t).__name__}")
+        i = 0
+        while len(t) - i >= size - n:
+            parts.append(t[i:i + size - n]); i += size - n
+            yield "".join(parts); parts, n = [], 0
+        if i < len(t): parts.append(t[i:]); n += len(t) - i
+    if parts: yield "".join(parts)
+
+@patch
+def encode_iterable(self: RanksTokenizer, iterable: Iterable[str],  # e.g. an open text file: its lines
+                    *, allowed_special=None,  # as in `encode`
+                    disallowed_special=None  # as in `encode`; raises when reached
+                   ) -> Iterator[int]:
+    "`Tokenizer.encode_iterable`; with `slices`, cut every `size` characters of the stream, as `encode` cuts their concatenation."
+    if self._slices is None:
+        return Tokenizer.encode_iterable(self, iterable, allowed_special=allowed_special, disallowed_special=disallowed_special)
+    self._special_rules(allowed_special, disallowed_special)  # bad arguments fail now, not at the first `next()`
+    return _encode_sliced_stream(self, (iterable,) if isinstance(iterable, str) else iterable, allowed_special, disallowed_special)
+
+def _encode_sliced_stream(tok: RanksTokenizer, texts: Iterable[str], allowed_special, disallowed_special) -> Iterator[int]:
+    "Generator behind `RanksTokenizer.encode_iterable` with `slices`: `encode` of each slice of the stream."
+    at = 0  # characters before the slice
+    for s in _text_slices(texts, tok._slices[0]):
+        parts = _meta_slices(s, *tok._slices)
+        yield from tok._encode_slices(parts, tok._sliced_rx(parts, allowed_special, disallowed_special, at))
+        at += len(s)
 
 # %% ../nbs/05a_interop.ipynb #a11c0d02
 @patch

@@ -148,6 +148,32 @@ def test_encode_file_with_workers_equals_the_reference(model, tmp_path, sample_t
     assert ids.tolist() == _ref_ids(name, ref, text)
 
 
+@pytest.mark.parametrize("name", ["llama3", "llama4"])
+def test_files_and_streams_are_cut_where_meta_cuts_their_text(name, sample_text, tmp_path, monkeypatch):
+    "A 1-3 MB file or stream: Meta cuts every 400,000 characters from the start of the whole text, so `encode_file` (any workers, any ranges) and `encode_iterable` do too."
+    tok, ref = interop.get_encoding(name, FILES[name]), _meta(name)
+    wide = wide_text(random.Random(5), 3000)
+    body = sample_text.replace("<|endoftext|>", "<|eot_id|>")
+    text = body + wide + "x" * 30_000 + " " * 26_000 + "<|begin_of_text|>yz " + body[:600_000] + wide
+    assert 1_600_000 < len(text) < 2_000_000 and len(text.encode()) < 3_000_000
+    want = ref.encode(text, bos=False, eos=False, allowed_special="all")
+    assert want != ref.model.encode(text, allowed_special="all")  # the cuts change the ids
+    p = tmp_path / "in.txt"; p.write_text(text, encoding="utf-8")
+    data = p.read_bytes()
+    for workers, min_range in ((1, fe._FILE_MIN_RANGE), (2, fe._FILE_MIN_RANGE), (2, 150_000)):
+        monkeypatch.setattr(fe, "_FILE_MIN_RANGE", min_range)  # 150,000: many ranges, moved to Meta's cuts
+        starts = [a for a, _ in tok._file_ranges(str(p), workers, min_range, "strict")]
+        assert all(len(data[:a].decode()) % 400_000 == 0 for a in starts) and len(starts) == (5 if min_range < 10**6 else 1)  # every cut a start, or one range
+        assert tok.encode_file(p, tmp_path / "ids.npy", workers=workers, progress=False).tolist() == want, (workers, min_range)
+    lines = text.splitlines(keepends=True)
+    assert list(tok.encode_iterable(lines)) == want
+    ordinary = ref.encode(text, bos=False, eos=False, allowed_special=set(), disallowed_special=())
+    assert list(tok.encode_iterable(lines, allowed_special=set(), disallowed_special=())) == ordinary
+    clean = text.replace("<|eot_id|>", "\n")  # the one special token left is in the third slice: its index in the stream
+    with pytest.raises(ValueError, match=f"at index {clean.index('<|begin_of_text|>')}"):
+        list(tok.encode_iterable(clean.splitlines(keepends=True), disallowed_special="all"))
+
+
 def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
     with pytest.raises(ArtifactError, match="nope.model: no such file"): interop.get_encoding("llama3", tmp_path / "nope.model")
     with pytest.raises(ArtifactError, match="nope.json: no such file"): interop.get_encoding("tekken", tmp_path / "nope.json")
