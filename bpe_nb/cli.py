@@ -33,6 +33,7 @@ import bpe_nb
 from .chunking import open_temp
 from .chunking import WorkerLostError
 from .interop import ENCODINGS
+from .artifacts import shorten
 from .encoder import format_explanation
 from .naive import TIE_BREAKS
 from .pretokenize import bytes_to_printable, show_tokens
@@ -709,7 +710,8 @@ def parse_ids(line: str,  # one line of whitespace-separated ids
     "Parse a line of ids; anything that is not a non-negative integer is a `CLIError` naming it."
     ids = []
     for tok in line.split():
-        if not (tok.isascii() and tok.isdigit()): raise CLIError(f"{where}: {tok!r} is not a token id")
+        if not (tok.isascii() and tok.isdigit()): raise CLIError(f"{where}: {shorten(tok, 40)} is not a token id")
+        if len(tok) > 20: raise CLIError(f"{where}: {shorten(tok, 40)} is not a token id: far above any id")  # before `int`
         ids.append(int(tok))
     return ids
 

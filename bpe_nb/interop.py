@@ -426,7 +426,7 @@ def _read_tiktoken(directory: Path, name: str | None, trust_pattern: bool = Fals
     meta = read_json(meta_path)
     bad = lambda problem, kind="format": ArtifactError(meta_path, problem, kind)
     if not isinstance(meta, dict) or meta.get("schema") != "bpe_nb.tiktoken": raise bad("is not a bpe_nb.tiktoken description")
-    if type(meta.get("version")) is not int or meta["version"] > 1:
+    if type(meta.get("version")) is not int or meta["version"] != 1:  # the only one there is
         raise bad(f"version {shorten(meta.get('version'))} is not one this bpe_nb reads (1)", "version")
     if not isinstance(meta.get("pat_str"), str): raise bad("needs a string pat_str")
     check_pattern_trust(meta["pat_str"], meta_path, trust_pattern)
@@ -898,12 +898,12 @@ ENCODINGS: dict[str, dict] = {
     "gpt2": {"pattern": KNOWN_PATTERNS["gpt2"], "special_tokens": {_ENDOFTEXT: 50256}},
     "r50k_base": {"pattern": KNOWN_PATTERNS["r50k_base"], "special_tokens": {_ENDOFTEXT: 50256}},
     "p50k_base": {"pattern": KNOWN_PATTERNS["p50k_base"], "special_tokens": {_ENDOFTEXT: 50256}},
-    "cl100k_base": {"pattern": KNOWN_PATTERNS["cl100k_base"],
+    "cl100k_base": {"pattern": KNOWN_PATTERNS["cl100k_base"], "ranks": 100_256,
                     "special_tokens": {_ENDOFTEXT: 100257, _FIM_PREFIX: 100258, _FIM_MIDDLE: 100259,
                                        _FIM_SUFFIX: 100260, _ENDOFPROMPT: 100276}},
-    "o200k_base": {"pattern": KNOWN_PATTERNS["o200k_base"], "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}},
+    "o200k_base": {"pattern": KNOWN_PATTERNS["o200k_base"], "ranks": 199_998, "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018}},
 }
-"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`).";
+"OpenAI's encodings by name: the pre-tokenizer pattern and the special tokens of each (as in `tiktoken_ext.openai_public`), and how many ranks its file holds.";
 
 
 # %% ../nbs/05a_interop.ipynb #722b33c9
@@ -922,6 +922,9 @@ def get_encoding(name: str,  # a name of `ENCODINGS`: "cl100k_base", "o200k_base
     if enc.get("file") == "tekken": ranks, specials, pattern, offset = read_tekken(path)
     else:
         ranks, pattern = read_ranks(path), enc["pattern"]
+        if enc.get("ranks", len(ranks)) != len(ranks):  # a file cut short at a line loads, with tokens missing
+            raise ArtifactError(path, f"holds {len(ranks):,} ranks, but {name}'s file holds {enc['ranks']:,}: "
+                                      "is it cut short, or another encoding's?")
         specials = ({s: len(ranks) + k for k, s in enumerate(enc["special_tokens"])} if enc.get("file") == "llama"
                     else dict(enc["special_tokens"]))  # Llama's follow the ranks, as Meta's `Tokenizer` numbers them
     return _ranks_tokenizer(ranks, specials, pattern, path, offset, (400_000, 25_000) if enc.get("file") == "llama" else None)
@@ -946,8 +949,8 @@ _TEKKEN_NAMED = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]
 _LLAMA3 = _LLAMA3_NAMED + _numbered("reserved_special_token", 2, 2 + 256 - len(_LLAMA3_NAMED))
 _LLAMA4 = _LLAMA4_NAMED + _numbered("reserved_special_token", 0, 2048 - len(_LLAMA4_NAMED))
 ENCODINGS.update({
-    "llama3": {"pattern": KNOWN_PATTERNS["llama3"], "file": "llama", "special_tokens": {s: 128_000 + k for k, s in enumerate(_LLAMA3)}},
-    "llama4": {"pattern": KNOWN_PATTERNS["llama4"], "file": "llama", "special_tokens": {s: 200_000 + k for k, s in enumerate(_LLAMA4)}},
+    "llama3": {"pattern": KNOWN_PATTERNS["llama3"], "file": "llama", "ranks": 128_000, "special_tokens": {s: 128_000 + k for k, s in enumerate(_LLAMA3)}},
+    "llama4": {"pattern": KNOWN_PATTERNS["llama4"], "file": "llama", "ranks": 200_000, "special_tokens": {s: 200_000 + k for k, s in enumerate(_LLAMA4)}},
     "tekken": {"pattern": KNOWN_PATTERNS["tekken"], "file": "tekken", "special_tokens":
                {s: k for k, s in enumerate(_TEKKEN_NAMED + [f"<SPECIAL_{k}>" for k in range(len(_TEKKEN_NAMED), 1000)])}},
 })
@@ -968,7 +971,7 @@ def _tekken_specials(raw, n: int, bad) -> dict[str, int]:
     if not isinstance(raw, list) or len(raw) > n: raise bad(f"special_tokens must be an array of at most {n:,} entries")
     names = []
     for k, t in enumerate(raw):
-        if not isinstance(t, dict) or t.get("rank") != k or not isinstance(t.get("token_str"), str) or not t["token_str"]:
+        if not isinstance(t, dict) or type(t.get("rank")) is not int or t["rank"] != k or not isinstance(t.get("token_str"), str) or not t["token_str"]:
             raise bad(f"special token {k} {shorten(t)} must have rank {k} and a non-empty token_str")
         names.append(t["token_str"])
     names += [f"<SPECIAL_{k}>" for k in range(len(names), n)]
@@ -1002,10 +1005,11 @@ def read_tekken(path  # Mistral's `tekken.json`
     ranks, long_bytes = {}, 0
     for k, t in enumerate(vocab[:n]):  # Mistral's `Tekkenizer` uses the first n entries only
         b64 = t.get("token_bytes") if isinstance(t, dict) else None
-        if not isinstance(t, dict) or t.get("rank") != k or not isinstance(b64, str) or len(b64) > _MAX_B64:
+        if not isinstance(t, dict) or type(t.get("rank")) is not int or t["rank"] != k or not isinstance(b64, str) or len(b64) > _MAX_B64:
             raise bad(f"vocab entry {k} {shorten(t)} must have rank {k} and token_bytes, base64 of at most {MAX_RANK_TOKEN_BYTES:,} bytes")
         try: tok = base64.b64decode(b64, validate=True)
         except ValueError: raise bad(f"vocab entry {k}: token_bytes {shorten(b64)} is not base64") from None
+        if not tok: raise bad(f"vocab entry {k}: token_bytes is empty")
         if (k < 256) != (len(tok) == 1) or (k < 256 and tok[0] != k):
             raise bad(f"vocab entry {k} holds {shorten(tok)}: the first 256 entries must be the bytes 0 to 255, in order")
         if len(tok) > 64 and (long_bytes := long_bytes + len(tok)) > MAX_LONG_TOKENS_BYTES:

@@ -923,3 +923,13 @@ def test_training_options_are_recorded_in_the_file(tmp_path):
     assert (info["min_frequency"], info["max_token_length"], info["stopped_early"]) == (5, 4, True)
     assert "max_token_length" in info["stop_reason"]
     assert not {"min_frequency", "max_token_length", "stop_reason"} & set(load_model(tmp_path / "p.json").info)
+
+
+@pytest.mark.parametrize("version", [0, -1, 2, True, "1"])
+def test_a_tiktoken_description_of_another_version_is_refused(tmp_path, version):
+    "Only version 1 exists: 0 or -1 are as wrong as 2 (they loaded), and true is not 1."
+    d = _write_tiktoken(tmp_path / "t", ["YWI= 256"])
+    meta = json.loads((d / "x.json").read_text(encoding="utf-8")) | {"version": version}
+    (d / "x.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ArtifactError, match="is not one this bpe_nb reads") as e: import_tiktoken(d)
+    assert e.value.kind == "version"

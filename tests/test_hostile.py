@@ -595,7 +595,8 @@ def test_a_token_past_unicode_loads(tmp_path):
     "Bytes that read as a code point past U+10FFFF, then the start of a character: no text holds them, and loading is not upset (it raised an IndexError)."
     lines = _cl100k_lines()
     path = tmp_path / "past.tiktoken"
-    path.write_bytes(b"\n".join(lines + [base64.b64encode(b"\xf4\x90\x80\x80\xe4") + b" %d" % len(lines)]) + b"\n")
+    lines[-1] = base64.b64encode(b"\xf4\x90\x80\x80\xe4") + b" %d" % (len(lines) - 1)  # in place of the last token: as many ranks
+    path.write_bytes(b"\n".join(lines) + b"\n")
     assert "ok" in run_child("load_encoding", "cl100k_base", path), path
 
 
@@ -626,3 +627,12 @@ def test_a_pipe_is_refused_not_read(tmp_path):
     for name in ("cl100k_base", "llama3", "tekken"):
         assert_refused(run_child("load_encoding", name, fifo), fifo, "not a regular file")
     assert_refused(run_child("sniff", fifo), fifo, "not a regular file")
+
+
+def test_a_ranks_file_cut_short_is_refused(tmp_path):
+    "A ranks file cut at the end of a line is well formed: for a named encoding, its count of ranks gives it away (it loaded, tokens missing; Llama's special ids moved)."
+    lines = _cl100k_lines()
+    for name, keep in (("cl100k_base", 1000), ("llama3", 100_000)):
+        path = tmp_path / f"{name}.tiktoken"
+        path.write_bytes(b"\n".join(lines[:keep]) + b"\n")
+        assert_refused(run_child("load_encoding", name, path), path, f"holds {keep:,} ranks, but {name}'s file holds")

@@ -199,6 +199,11 @@ def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
     refused("vocab entry 257 repeats the token b'ab' of entry 256", config={"default_vocab_size": 278},
             vocab=doc["vocab"] + [{"rank": 257, "token_bytes": base64.b64encode(b"ab").decode(), "token_str": None}])
     refused("special token 0", config={"default_vocab_size": 277}, special_tokens=[{"rank": 5, "token_str": "<s>"}])
+    refused("special token 1", config={"default_vocab_size": 277},  # true == 1 in Python, not in JSON
+            special_tokens=[{"rank": 0, "token_str": "<unk>"}, {"rank": True, "token_str": "<s>"}])
+    refused("must have rank 1 ", config={"default_vocab_size": 277}, vocab=doc["vocab"][:1] + [{**doc["vocab"][1], "rank": True}] + doc["vocab"][2:])
+    refused("vocab entry 256: token_bytes is empty", config={"default_vocab_size": 277},
+            vocab=doc["vocab"][:256] + [{"rank": 256, "token_bytes": "", "token_str": None}])
     d = json.loads(json.dumps(doc)); d["config"]["default_vocab_size"] = 277
     bad.write_text(json.dumps(d), encoding="utf-8")
     tok = interop.get_encoding("tekken", bad)
@@ -207,9 +212,9 @@ def test_a_missing_or_hostile_file_is_a_clear_error(tmp_path):
     big = tmp_path / "big.json"
     with open(big, "wb") as f: f.truncate(interop.MAX_TEKKEN_BYTES + 1)
     with pytest.raises(ArtifactError, match="more than"): interop.get_encoding("tekken", big)
-    short = tmp_path / "short.model"  # a llama ranks file whose special ids would land on tokens
+    short = tmp_path / "short.model"  # a llama ranks file whose special ids would land on tokens: too few ranks for Llama 3
     short.write_text("".join(f"{base64.b64encode(bytes([i])).decode()} {i + 1}\n" for i in range(256)), encoding="ascii")
-    with pytest.raises(ArtifactError, match="special token '<|begin_of_text|>' has id 256"):
+    with pytest.raises(ArtifactError, match="holds 256 ranks, but llama3's file holds 128,000"):
         interop.get_encoding("llama3", short)
 
 
