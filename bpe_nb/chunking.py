@@ -14,7 +14,7 @@ import threading
 import warnings
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, CancelledError, Executor, Future, ProcessPoolExecutor, wait
 from functools import partial
 from itertools import chain, islice
@@ -27,7 +27,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 __all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'KILL_WORKER', 'check_int', 'find_chunk_boundaries',
            'last_safe_space', 'Block', 'read_blocks', 'renamed_block_size', 'read_pieces', 'file_ranges',
            'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file', 'count_documents', 'open_temp',
-           'atomic_write', 'completed_in_order', 'count_file', 'WorkerLostError']
+           'atomic_write', 'atomic_write_all', 'completed_in_order', 'count_file', 'WorkerLostError']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
@@ -579,25 +579,51 @@ def atomic_write(path,  # the file to create or replace
                  data: bytes  # its complete new contents
                 ) -> Path:
     "Replace `path` by `data` atomically: a unique temporary file beside it (`open_temp`), fsync, `os.replace`."
+    path = _target(path, data)
+    tmp = _write_temp(path, data)
+    try: os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+def _target(path, data: bytes) -> Path:
+    "`path` as a `Path`, once it is clear that `data` can replace it."
     path = Path(path)
     if not isinstance(data, bytes): raise TypeError(f"data must be bytes, got {type(data).__name__}")
-    directory = path.parent
-    if not directory.is_dir(): raise FileNotFoundError(f"directory {str(directory)!r} does not exist (writing {path})")
+    if not path.parent.is_dir(): raise FileNotFoundError(f"directory {str(path.parent)!r} does not exist (writing {path})")
     if path.is_dir(): raise IsADirectoryError(f"{path} is a directory")
+    return path
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    "`data` in a new temporary file beside `path` (`open_temp`), on disk (fsync); removed again if writing fails."
     fd, tmp = open_temp(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try: os.unlink(tmp)
-        except FileNotFoundError: pass
+        tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(directory)
-    return path
+    return tmp
 
+
+# %% ../nbs/03_parallel_chunking.ipynb #atomall02
+def atomic_write_all(files: Mapping  # path -> its complete new contents (bytes)
+                    ) -> list[Path]:
+    "Replace several files as `atomic_write` does, as a group: each is written and fsynced before the first is renamed."
+    items = [(_target(p, d), d) for p, d in files.items()]
+    temps = []
+    try:
+        for path, data in items: temps.append(_write_temp(path, data))
+        for (path, _), tmp in zip(items, temps): os.replace(tmp, path)
+    except BaseException:
+        for tmp in temps: tmp.unlink(missing_ok=True)
+        raise
+    for directory in dict.fromkeys(p.parent for p, _ in items): _fsync_dir(directory)
+    return [p for p, _ in items]
 
 # %% ../nbs/03_parallel_chunking.ipynb #ae5df48f
 class _BackgroundSHA256(threading.Thread):

@@ -38,7 +38,7 @@ from .naive import BPEModel
 from .array_pretokenize import char_classes
 from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
     refuse_disallowed)
-from .chunking import atomic_write, read_blocks
+from .chunking import atomic_write, atomic_write_all, read_blocks
 from bpe_nb.artifacts import (MAX_ID, MAX_SPECIAL_TOKENS, SINGLE_BYTES, TRUSTED_PATTERNS, ArtifactError, check_id, of_kind,
     check_pattern_trust, check_regular, check_special_count, check_text, gc_paused, id_layout, json_type, load, model_parts, read_json,
     save, shorten)
@@ -107,7 +107,7 @@ def _printable_vocab(vocab: Mapping[int, bytes]) -> dict[str, int]:
 def export_gpt2(obj,  # a `BPEModel` or a `Tokenizer`
                 out_dir  # the directory to write `vocab.json` and `merges.txt` into (created if missing)
                ) -> tuple[Path, Path]:
-    "Write GPT-2 `vocab.json` + `merges.txt` (printable-byte form, `#version: 0.2` header) atomically."
+    "Write GPT-2 `vocab.json` + `merges.txt` (printable-byte form, `#version: 0.2` header) atomically, as a pair."
     vocab, merges, specials, pattern, _ = model_parts(obj)
     if pattern != GPT2_PATTERN:
         raise ValueError("GPT-2 files cannot record a pre-tokenizer pattern other than GPT-2's: "
@@ -116,8 +116,8 @@ def export_gpt2(obj,  # a `BPEModel` or a `Tokenizer`
     vocab = {**vocab, **{i: s.encode("utf-8") for s, i in specials.items()}}
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     lines = "".join(f"{bytes_to_printable(a)} {bytes_to_printable(b)}\n" for a, b in merges)
-    return (atomic_write(out_dir / "vocab.json", json.dumps(_printable_vocab(vocab)).encode("utf-8")),
-            atomic_write(out_dir / "merges.txt", ("#version: 0.2\n" + lines).encode("utf-8")))
+    return tuple(atomic_write_all({out_dir / "vocab.json": json.dumps(_printable_vocab(vocab)).encode("utf-8"),  # as a pair
+                                   out_dir / "merges.txt": ("#version: 0.2\n" + lines).encode("utf-8")}))
 
 # %% ../nbs/05a_interop.ipynb #824fb665
 def _hf_added_ids(model_size: int,  # the number of entries of the model's vocabulary
@@ -307,7 +307,7 @@ def export_tiktoken(obj,  # a `BPEModel` or a `Tokenizer`
                     out_dir,  # the directory to write into (created if missing)
                     name: str = "bpe_nb"  # the encoding's name: files NAME.tiktoken and NAME.json
                    ) -> tuple[Path, Path]:
-    "Write `NAME.tiktoken` (base64 token, rank per line) and `NAME.json` (pattern, special tokens), atomically."
+    "Write `NAME.tiktoken` (base64 token, rank per line) and `NAME.json` (pattern, special tokens), atomically, as a pair."
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"name must start with a letter or digit and hold only letters, digits, '_', '.' and '-', got {name!r}")
     ranks = tiktoken_ranks(obj)
@@ -317,8 +317,8 @@ def export_tiktoken(obj,  # a `BPEModel` or a `Tokenizer`
     lines = "".join(f"{base64.b64encode(b).decode('ascii')} {r}\n" for b, r in sorted(ranks.items(), key=lambda kv: kv[1]))
     meta = {"schema": "bpe_nb.tiktoken", "version": 1, "name": name, "pat_str": pattern,
             "special_tokens": dict(sorted(specials.items(), key=lambda kv: kv[1]))}
-    return (atomic_write(out_dir / f"{name}.tiktoken", lines.encode("ascii")),
-            atomic_write(out_dir / f"{name}.json", (json.dumps(meta, ensure_ascii=False, indent=1) + "\n").encode("utf-8")))
+    return tuple(atomic_write_all({out_dir / f"{name}.tiktoken": lines.encode("ascii"),  # as a pair: both new, or both old
+                                   out_dir / f"{name}.json": (json.dumps(meta, ensure_ascii=False, indent=1) + "\n").encode("utf-8")}))
 
 # %% ../nbs/05a_interop.ipynb #36886c38
 MAX_RANKS_BYTES = 6 << 20

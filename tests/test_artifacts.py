@@ -933,3 +933,22 @@ def test_a_tiktoken_description_of_another_version_is_refused(tmp_path, version)
     (d / "x.json").write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ArtifactError, match="is not one this bpe_nb reads") as e: import_tiktoken(d)
     assert e.value.kind == "version"
+
+
+def test_export_tiktoken_replaces_its_two_files_as_a_pair(tmp_path, monkeypatch):
+    "A failure while writing NAME.json leaves the old NAME.tiktoken too (it left a new one beside the old description)."
+    from bpe_nb.naive import train_naive
+    from bpe_nb.pretokenize import count_pretokens
+    old = train_naive(count_pretokens("low lower lowest"), 260, ["<|endoftext|>"], progress=False)
+    new = train_naive(count_pretokens("new newer newest"), 262, ["<|endoftext|>"], progress=False)
+    paths = export_tiktoken(old, tmp_path)
+    before = [p.read_bytes() for p in paths]
+    calls = []
+    def fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2: raise OSError("disk full")
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="disk full"): export_tiktoken(new, tmp_path)
+    monkeypatch.undo()
+    assert [p.read_bytes() for p in paths] == before and sorted(p.name for p in tmp_path.iterdir()) == ["bpe_nb.json", "bpe_nb.tiktoken"]
+    assert [p.read_bytes() for p in export_tiktoken(new, tmp_path)] != before
