@@ -14,6 +14,7 @@ import json
 import os
 import re
 import zlib
+from array import array
 from itertools import repeat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -483,28 +484,27 @@ def _split_scan(token: bytes, rank: int, ranks: dict[bytes, int], split: dict | 
 
 # %% ../nbs/05a_interop.ipynb #f0823307
 def _split_heap(token: bytes, rank: int, ranks: dict[bytes, int], split: dict | None) -> list[bytes]:
-    "The same parts as `_split_scan`, with a heap of `(rank, start)` and a linked list of parts: O(n log n)."
+    "The same parts as `_split_scan`, with a heap of `(rank, start)` packed in one int each and a linked list of parts: O(n log n)."
     n, get = len(token), ranks.get
-    nxt = list(range(1, n + 1))  # nxt[s]: where the part starting at s ends (-1: s is no longer a part's start)
-    heap = [(r, s) for s in range(n - 1) if (r := get(token[s:s + 2])) is not None and r < rank]
+    nxt = array("q", range(1, n + 1))  # nxt[s]: where the part starting at s ends (-1: s is no longer a part's start)
+    heap = [r << 32 | s for s in range(n - 1) if (r := get(token[s:s + 2])) is not None and r < rank]  # ranks < 2**31
     heapq.heapify(heap)
-    prv = list(range(-1, n - 1))
+    prv = array("q", range(-1, n - 1))
+    pop, push, low = heapq.heappop, heapq.heappush, (1 << 32) - 1
     while heap:
-        r, s = heapq.heappop(heap)  # the lowest rank, leftmost on ties: tiktoken's choice
+        v = pop(heap); r, s = v >> 32, v & low  # the lowest rank, leftmost on ties: tiktoken's choice
         e = nxt[s]
         if e < 0 or e >= n or get(token[s:nxt[e]]) != r: continue  # stale: the pair at s has changed
         a, b = token[s:e], token[e:nxt[e]]
         if split is not None and split.get(a + b) != (a, b): raise _Inconsistent(token, rank, a, b)
-        nxt[s], nxt[e] = nxt[e], -1
-        if nxt[s] < n:
-            prv[nxt[s]] = s
-            if (rr := get(token[s:nxt[nxt[s]]])) is not None and rr < rank: heapq.heappush(heap, (rr, s))
-        if (p := prv[s]) >= 0 and (rr := get(token[p:nxt[s]])) is not None and rr < rank:
-            heapq.heappush(heap, (rr, p))
+        f = nxt[s] = nxt[e]; nxt[e] = -1
+        if f < n:
+            prv[f] = s
+            if (rr := get(token[s:nxt[f]])) is not None and rr < rank: push(heap, rr << 32 | s)
+        if (p := prv[s]) >= 0 and (rr := get(token[p:f])) is not None and rr < rank: push(heap, rr << 32 | p)
     parts, s = [], 0
     while s < n: parts.append(token[s:nxt[s]]); s = nxt[s]
     return parts
-
 
 # %% ../nbs/05a_interop.ipynb #f96ed867
 _SPLIT_SCAN_MAX = 24  # tokens of at most this many bytes use `_split_scan`, longer ones `_split_heap`
