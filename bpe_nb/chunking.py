@@ -16,7 +16,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, CancelledError, Executor, Future, ProcessPoolExecutor, wait
-from functools import partial
+from functools import lru_cache, partial
 from itertools import chain, islice
 from math import ceil
 from pathlib import Path
@@ -60,9 +60,14 @@ class _Cutter:
                              key=lambda b: (-len(b), b))
         self.spaces = pattern in PROVEN_PATTERNS  # the space rule is proven for these patterns only
         self.context = max([len(t) for t in self.tokens] + [1])  # bytes needed on each side of a cut to judge it
-        trie = special_alternation({t.decode("latin-1") for t in self.tokens}).encode("latin-1")  # chapter 00's trie, on bytes
-        self.rx = re.compile(trie) if self.tokens else None  # finds the tokens, left to right
-        self.rx_at = re.compile(b"(?=(" + trie + b"))") if self.tokens else None  # the longest token at each position
+        self.rx, self.rx_at = _token_regexes(tuple(self.tokens))  # find the tokens; the longest at each position
+
+@lru_cache(maxsize=32)
+def _token_regexes(tokens: tuple[bytes, ...]) -> tuple:
+    "A regex that finds `tokens` left to right, and one that gives the longest at each position (None, None: no tokens); built once per set."
+    if not tokens: return None, None  # (Llama 4's 2,048 tokens take 20-70 ms to build, and every range makes a cutter)
+    trie = special_alternation({t.decode("latin-1") for t in tokens}).encode("latin-1")  # chapter 00's trie, on bytes
+    return re.compile(trie), re.compile(b"(?=(" + trie + b"))")
 
 # %% ../nbs/03_parallel_chunking.ipynb #3511244f
 @patch
