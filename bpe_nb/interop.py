@@ -795,6 +795,19 @@ def _slice_starts(path: str, size: int,
     return out
 
 # %% ../nbs/05a_interop.ipynb #filecut06
+def _text_slices(texts: Iterable[str], size: int) -> Iterator[str]:
+    "The concatenation of `texts`, lazily, in slices of `size` characters (the last one shorter)."
+    parts, n = [], 0  # the start of the next slice, and its length
+    for t in texts:
+        if not isinstance(t, str):
+            raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(t).__name__}")
+        i = 0
+        while len(t) - i >= size - n:
+            parts.append(t[i:i + size - n]); i += size - n
+            yield "".join(parts); parts, n = [], 0
+        if i < len(t): parts.append(t[i:]); n += len(t) - i
+    if parts: yield "".join(parts)
+
 @patch
 def _file_ranges(self: RanksTokenizer, path: str, workers: int, min_size: int, errors: str) -> list[tuple[int, int]]:
     "Chapter 04a's ranges; with `slices`, each starts at the nearest of Meta's cuts of the whole file (one range if it is not valid UTF-8)."
@@ -812,28 +825,15 @@ def _file_texts(self: RanksTokenizer, path: str, start: int, end: int, errors: s
     "Chapter 04a's texts; with `slices`, the blocks' text cut every `size` characters from `start` (one of Meta's cuts)."
     texts = Tokenizer._file_texts(self, path, start, end, errors, block_size)
     if self._slices is None: yield from texts; return
-    size, carry, done = self._slices[0], "", 0  # done: bytes read and not yet reported
-    for n, text in texts:
-        text, done = carry + text, done + n
-        whole = len(text) - len(text) % size
-        for i in range(0, whole, size): yield done, text[i:i + size]; done = 0
-        carry = text[whole:]
-    if carry or done: yield done, carry
+    done = [0]  # bytes read and not yet reported
+    def blocks():
+        for n, text in texts: done[0] += n; yield text
+    for s in _text_slices(blocks(), self._slices[0]):
+        yield done[0], s; done[0] = 0
+    if done[0]: yield done[0], ""
+
 
 # %% ../nbs/05a_interop.ipynb #filecut10
-def _text_slices(texts: Iterable[str], size: int) -> Iterator[str]:
-    "The concatenation of `texts`, lazily, in slices of `size` characters (the last one shorter)."
-    parts, n = [], 0  # the start of the next slice, and its length
-    for t in texts:
-        if not isinstance(t, str):
-            raise TypeError(f"encode_iterable expects an iterable of str, got an item of type {type(t).__name__}")
-        i = 0
-        while len(t) - i >= size - n:
-            parts.append(t[i:i + size - n]); i += size - n
-            yield "".join(parts); parts, n = [], 0
-        if i < len(t): parts.append(t[i:]); n += len(t) - i
-    if parts: yield "".join(parts)
-
 @patch
 def encode_iterable(self: RanksTokenizer, iterable: Iterable[str],  # e.g. an open text file: its lines
                     *, allowed_special=None,  # as in `encode`
