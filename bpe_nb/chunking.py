@@ -355,6 +355,7 @@ def _count_range(path: str,  # the file (every worker must be able to open it)
                  block_size: int,  # bytes read at a time
                  report: Callable[[int], None] | None = None,  # called with the bytes of each block counted
                  hasher=None,  # updated with every byte read, in order (see `read_blocks`)
+                 pack: bool = False,  # return the counts packed (`_pack`, under Details), as a worker sends them
                 ) -> tuple[Counter[bytes], int]:
     "Count the pre-tokens of bytes `[start, end)` of `path`, reading it in blocks; also return the specials seen."
     tally = _Tally(special_tokens, pattern, source=str(path))
@@ -362,7 +363,7 @@ def _count_range(path: str,  # the file (every worker must be able to open it)
                              hasher=hasher):
         tally.add(block.text, block.offset)
         if report is not None: report(block.size)
-    return tally.result(), tally.specials
+    return tally.packed() if pack else tally.result(), tally.specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #495a809c
 def renamed_block_size(block_size: int,  # the `block_size` argument
@@ -439,7 +440,7 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
                          pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
                          errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
                          progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
-                         block_size: int = 1 << 20,  # bytes a worker reads at a time (memory per worker)
+                         block_size: int = 1 << 18,  # bytes a worker reads at a time (memory per worker)
                          min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                          piece_size: int | None = None,  # deprecated: the old name of `block_size`
                         ) -> Counter[bytes]:
@@ -457,7 +458,7 @@ def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total:
         n = ranges[i][1] - ranges[i][0]
         total.add(result, n); update(n)
     def describe(i): return f"counting bytes {ranges[i][0]:,}-{ranges[i][1]:,} of {path}"
-    tasks = ((_packed, _count_range, path, a, b, *args) for a, b in ranges)
+    tasks = ((_packed_range, path, a, b, *args) for a, b in ranges)
     _fold_completed(pool, tasks, fold, 2 * n_procs, on_started, describe)
 
 # %% ../nbs/03_parallel_chunking.ipynb #2205d2c3
@@ -775,6 +776,19 @@ def _packed(fn: Callable, *args) -> tuple:
     counts, *rest = fn(*args)
     return (_pack(counts), *rest)
 
+@patch
+def packed(self: _Tally) -> tuple[bytes, array, array]:
+    "`_pack(self.result())`; on the array path straight from the tally's rows, with no counter in between (the tally is emptied)."
+    if not self.array: return _pack(self.result())
+    index, n = self.index, len(self.index)
+    out = b"".join(index), array("I", map(len, index)), array("Q", self.totals[:n].astype(np.uint64).tobytes())
+    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
+    return out
+
+def _packed_range(*args) -> tuple:
+    "`_count_range(*args)` with its counts packed: the task a worker runs for a range of a file."
+    return _count_range(*args, pack=True)
+
 # %% ../nbs/03_parallel_chunking.ipynb #0f029df1
 class _Total:
     "The running sum of per-range counts, added in file order: each range's counts are added in, then dropped."
@@ -818,7 +832,7 @@ def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must 
                pattern: str = GPT2_PATTERN,  # the pre-tokenizer regex
                errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
                progress=False,  # True: a tqdm bar of bytes; False: silent; a callable: gets `CountProgress`
-               block_size: int = 1 << 20,  # bytes a worker reads at a time
+               block_size: int = 1 << 18,  # bytes a worker reads at a time (memory per worker)
                min_chunk_size: int = 1 << 20,  # ranges are not planned smaller than this
                desc: str = "counting pre-tokens",  # the progress bar's label
                sha256: bool = False,  # also hash the file (read alongside the workers)

@@ -4,13 +4,15 @@
 
 # %% ../nbs/02a_fast_merge.ipynb #82a676cc
 from __future__ import annotations
-import gc
+import ctypes, ctypes.util, gc
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from heapq import heapify, heappop, heappush
 from itertools import accumulate, chain, repeat
 from operator import neg
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['train_incremental_fast', 'fast_merge_loop']
@@ -25,18 +27,20 @@ from .incremental import apply_merge, count_pairs, merge_loop, register_merge_lo
 # %% ../nbs/02a_fast_merge.ipynb #74511be6
 _SEP, _DEAD = -1, -2  # the symbol between two pre-tokens; a position merged into its left neighbour
 
-def _flatten(words: Sequence[bytes | Sequence[int]]  # each pre-token's bytes (or its ids, in a run continued from a tokenizer)
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _flatten(words: Sequence[bytes | Sequence[int]],  # each pre-token's bytes (or its ids, in a run continued from a tokenizer)
+             dtype=np.int32,  # of `sym`: int16 holds every id of a vocabulary below 2**15
+             wid: bool = True  # also return each position's pre-token (else None: the loop by id looks counts up by position)
+            ) -> tuple[np.ndarray, np.ndarray | None]:
     "All pre-tokens in one array, a separator before each and after the last: `(sym, pre-token of each position)`."
     lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     n = int(lens.sum()) + len(words) + 1
-    sym = np.full(n, _SEP, dtype=np.int32)
+    sym = np.full(n, _SEP, dtype=dtype)
     inside = np.ones(n, dtype=bool)
     inside[0] = False; inside[np.cumsum(lens + 1)] = False  # the separators
     if not words or isinstance(words[0], bytes): sym[inside] = np.frombuffer(b"".join(words), dtype=np.uint8)
-    else: sym[inside] = np.fromiter(chain.from_iterable(words), dtype=np.int32, count=int(lens.sum()))
-    wid = np.repeat(np.arange(-1, len(words), dtype=np.int32), np.r_[1, lens + 1])
-    return sym, wid
+    else: sym[inside] = np.fromiter(chain.from_iterable(words), dtype=dtype, count=int(lens.sum()))
+    if not wid: return sym, None
+    return sym, np.repeat(np.arange(-1, len(words), dtype=np.int32), np.r_[1, lens + 1])
 
 # %% ../nbs/02a_fast_merge.ipynb #7a483179
 def _runs(keys: np.ndarray  # one key per item
@@ -123,24 +127,27 @@ def _apply_merge_flat(pair: tuple[int, int],  # the pair being merged
     return delta
 
 # %% ../nbs/02a_fast_merge.ipynb #abe857ca
-_TYPECODES = {np.dtype(np.intc): "i", np.dtype(np.longlong): "q"}  # int32 and int64 on every platform we run on
+_TYPECODES = {np.dtype(np.short): "h", np.dtype(np.intc): "i", np.dtype(np.longlong): "q"}  # int16, int32, int64 on every platform we run on
 
-def _twin(a: np.ndarray  # a 1-d int32 or int64 array
+def _twin(a: np.ndarray | int,  # a 1-d int16, int32 or int64 array; or a length (the twin is then all zeros)
+          dtype=np.int32  # with a length: the type of the twin
          ) -> tuple[array, np.ndarray]:
     "A copy of `a` as an `array.array` (fast single items) and a NumPy view of the same memory (fast selections)."
-    t = array(_TYPECODES[a.dtype], [0]) * len(a)
-    view = np.frombuffer(t, dtype=a.dtype)
-    view[:] = a
+    dtype = np.dtype(dtype) if isinstance(a, int) else a.dtype
+    t = array(_TYPECODES[dtype], [0]) * (a if isinstance(a, int) else len(a))
+    view = np.frombuffer(t, dtype=dtype)
+    if not isinstance(a, int): view[:] = a
     return t, view
 
 # %% ../nbs/02a_fast_merge.ipynb #ef5eca71
 def _links(n: int  # positions in the flat array (at least one: the final separator)
           ) -> tuple[tuple[array, np.ndarray], tuple[array, np.ndarray]]:
     "Twins of `nxt` and `prv` for `n` positions: `nxt[i] = i + 1`, `prv[i] = i - 1`, each end pointing at itself."
-    nxt = np.arange(1, n + 1, dtype=np.int32); nxt[-1] = n - 1
-    nxt = _twin(nxt)  # one copy at a time: the original goes before the next array is made
-    prv = np.arange(-1, n - 1, dtype=np.int32); prv[0] = 0
-    return nxt, _twin(prv)
+    nxt, prv = _twin(n), _twin(n)
+    for (_, v), shift in ((nxt, 0), (prv, 2)):
+        v.fill(1); np.cumsum(v, out=v); v -= shift  # 1, 2, ..., n; then -1, 0, ..., n - 2
+    nxt[1][-1], prv[1][0] = n - 1, 0
+    return nxt, prv
 
 # %% ../nbs/02a_fast_merge.ipynb #8f68cbeb
 _SMALL_MERGE = 24  # a pair listed at this many positions or fewer is merged by `_apply_merge_small`
@@ -172,18 +179,33 @@ def _apply_merge_small(pair: tuple[int, int],  # the pair being merged
     where.update(born)
     return delta
 
+# %% ../nbs/02a_fast_merge.ipynb #trm00002
+def _trim() -> None:
+    "Return the C heap's free memory to the system (glibc's `malloc_trim`), where the C library has it."
+    global _malloc_trim
+    if _malloc_trim is None:
+        try: _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError, TypeError): _malloc_trim = False  # not glibc: nothing to call
+    if _malloc_trim: _malloc_trim(0)
+
+_malloc_trim = None  # the C function, once looked up (False: there is none)
+
+
 # %% ../nbs/02a_fast_merge.ipynb #203c8028
 class _Pairs:
     "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a `_twin`: `count`, `count_a`, ...)."
-    _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, batch=np.int32, lo=np.int64, hi=np.int64)
+    _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, lo=np.int32, hi=np.int32)  # lo, hi: its slice of its batch
 
     def __init__(self, capacity: int = 1 << 16):  # ids before the first growth
-        self.n, self.batches = 0, []  # ids given so far; the position arrays, one per `add`
-        for f, dtype in self._FIELDS.items():
-            setattr(self, f + "_a", None); self._grow(f, np.zeros(capacity, dtype))
+        self.n, self.batches, self.first = 0, [], []  # ids given so far; the position arrays, one per `add`; each one's first id
+        self.listed = 0  # positions in all batches
+        for f in self._FIELDS: setattr(self, f, None); self._grow(f, capacity)
 
-    def _grow(self, f: str, a: np.ndarray):  # field `f` becomes a twin of `a`
-        t, view = _twin(a); setattr(self, f + "_a", t); setattr(self, f, view)
+    def _grow(self, f: str, cap: int):  # field `f` becomes a twin of `cap` entries, the first `n` kept
+        old = getattr(self, f)
+        t, view = _twin(cap, self._FIELDS[f])
+        if old is not None: view[:self.n] = old[:self.n]
+        setattr(self, f + "_a", t); setattr(self, f, view)  # one field at a time: the old array goes before the next grows
 
     def add(self, xs, ys,  # the new pairs' left and right ids
             counts,  # their counts
@@ -192,47 +214,152 @@ class _Pairs:
            ) -> np.ndarray:
         "Give the new pairs the next ids and return those ids."
         k, n = len(starts), self.n
-        if n + k > len(self.count):  # grow all arrays together, to twice the size or more
-            cap = max(n + k, 2 * len(self.count))
-            for f, dtype in self._FIELDS.items():
-                new = np.zeros(cap, dtype); new[:n] = getattr(self, f)[:n]; self._grow(f, new)
+        if n + k > len(self.count):  # grow all arrays, by half or more
+            for f in self._FIELDS: self._grow(f, max(n + k, len(self.count) * 3 // 2))
+            _trim()  # the old arrays' memory
         s = slice(n, n + k)
-        self.count[s], self.x[s], self.y[s], self.batch[s], self.lo[s] = counts, xs, ys, len(self.batches), starts
+        self.count[s], self.x[s], self.y[s], self.lo[s] = counts, xs, ys, starts
         if k: self.hi[n:n + k - 1], self.hi[n + k - 1] = starts[1:], len(positions)
-        self.batches.append(positions); self.n = n + k
+        self.batches.append(positions); self.first.append(n); self.n = n + k; self.listed += len(positions)
         return np.arange(n, n + k, dtype=np.int32)
 
     def sites(self, k: int  # a pair id
              ) -> np.ndarray | list[int]:
         "The positions listed for pair `k` (some may no longer hold it)."
-        return self.batches[self.batch_a[k]][self.lo_a[k]:self.hi_a[k]]
+        return self.batches[bisect_right(self.first, k) - 1][self.lo_a[k]:self.hi_a[k]]
+
+# %% ../nbs/02a_fast_merge.ipynb #cmp00002
+_CHUNK = 1 << 18  # positions per step of `compact` and of the initial index: their temporaries stay a few MB
+
+@patch
+def compact(self: _Pairs,
+            pid: np.ndarray,  # the pair id at each position
+            least: int = 1 << 12  # only batches listing at least this many positions (the small ones hold few)
+           ) -> None:
+    "Keep in each batch only the positions that still start their pair (`pid[p] == k`)."
+    for j, positions in enumerate(self.batches):
+        if not isinstance(positions, np.ndarray) or len(positions) < least: continue
+        k0 = self.first[j]; k1 = self.first[j + 1] if j + 1 < len(self.first) else self.n
+        lo, hi = self.lo[k0:k1], self.hi[k0:k1]
+        kept, per_pair = 0, np.zeros(k1 - k0, np.int64)
+        for s in range(0, len(positions), _CHUNK):  # in place: the kept positions move left, never past unread ones
+            chunk = positions[s:s + _CHUNK]
+            a, b = int(np.searchsorted(hi, s, side="right")), int(np.searchsorted(lo, s + len(chunk)))  # the pairs listed here
+            owner = np.repeat(np.arange(a, b, dtype=np.int32), np.clip(hi[a:b], s, s + len(chunk)) - np.clip(lo[a:b], s, None))
+            live = pid[chunk] == owner + k0  # the pair (minus k0) whose slice holds each listed position, still there
+            m = int(np.count_nonzero(live))
+            positions[kept:kept + m] = chunk[live]; kept += m
+            per_pair += np.bincount(owner[live], minlength=k1 - k0)
+        ends = np.cumsum(per_pair)
+        self.listed += kept - len(positions)
+        lo[:], hi[:] = ends - per_pair, ends
+        self.batches[j] = positions[:kept].copy()  # its own memory: the old array goes
+
+# %% ../nbs/02a_fast_merge.ipynb #wts00002
+class _Weights:
+    "The count of the pre-token at each position, as `w[P]` (positions) or `w[p]` (one): looked up, not stored per position."
+    def __init__(self, seps: np.ndarray,  # where the separators are, in order (`sym == _SEP`)
+                 counts: Sequence[int] | np.ndarray  # each pre-token's count, in order
+                ):
+        self.seps_a, self.seps = _twin(np.asarray(seps, np.int32 if len(seps) and seps[-1] < 2**31 else np.int64))
+        freq = np.concatenate([[0], np.asarray(counts, np.int64)])  # [0]: before the first separator
+        self.freq_a, self.freq = _twin(freq.astype(np.int32) if freq.max() < 2**31 else freq)
+
+    def __getitem__(self, p):  # positions (an array), or one position (an int)
+        if isinstance(p, int): return self.freq_a[bisect_left(self.seps_a, p)]
+        return self.freq[np.searchsorted(self.seps, p)]
+
+# %% ../nbs/02a_fast_merge.ipynb #flr00002
+_WORDS = 1 << 16  # pre-tokens per block of `_flatten_run`
+
+def _flatten_run(run: TrainingRun,  # its `pretokens` (bytes, or tuples of ids) are moved into the arrays: the list ends empty
+                 dtype=np.int32  # of `sym`
+                ) -> tuple[tuple[array, np.ndarray], _Weights]:
+    "`_flatten` of `run.pretokens` into a twin, and their `_Weights`, emptying the list from its end as the arrays fill."
+    words = run.pretokens
+    lens = np.fromiter((len(p) for p, _ in words), np.int64, len(words))
+    seps = np.concatenate([[0], np.cumsum(lens + 1)])  # separator i is before pre-token i, the last one after them all
+    counts = np.zeros(len(words), np.int64)
+    sym_a, sym = _twin(int(seps[-1]) + 1, dtype); sym.fill(_SEP)
+    for lo in reversed(range(0, len(words), _WORDS)):  # the last block first: `words[lo:]` is always one block
+        block = words[lo:]; hi = lo + len(block)
+        a, b = int(seps[lo]) + 1, int(seps[hi])  # its symbols lie in sym[a:b], with separators between them
+        inside = np.ones(b - a, bool); inside[seps[lo + 1:hi] - a] = False
+        if isinstance(block[0][0], bytes): sym[a:b][inside] = np.frombuffer(b"".join(p for p, _ in block), np.uint8)
+        else: sym[a:b][inside] = np.fromiter(chain.from_iterable(p for p, _ in block), dtype, int(lens[lo:hi].sum()))
+        counts[lo:hi] = [n for _, n in block]
+        del words[lo:], block  # freed, block by block
+    return (sym_a, sym), _Weights(seps, counts)
+
 
 # %% ../nbs/02a_fast_merge.ipynb #b105ea25
-def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
-               w: np.ndarray,  # the count of each position's pre-token
-               pairs: _Pairs,  # an empty table; gains every pair of `sym`
-               pid: np.ndarray  # one entry per position, all -1; gets the id of the pair starting there
-              ) -> np.ndarray:
-    "`_pair_index` into `pairs` and `pid`: the counts and positions of every adjacent pair; return their ids."
+def _index_wide(sym: np.ndarray, w, pairs: _Pairs, pid: np.ndarray) -> np.ndarray:
+    "`_index_ids` for symbols beyond bytes: 64-bit keys, one sort."
     p = np.flatnonzero((sym[:-1] >= 0) & (sym[1:] >= 0)).astype(np.int32)
-    shift = 8 if sym.max(initial=0) < 256 else 32  # as `_pair_index`
-    if shift == 8: keys = (sym[p] << 8 | sym[p + 1]).astype(np.uint16)
-    else: keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
+    keys = sym[p].astype(np.int64) << 32 | sym[p + 1]
     order, distinct, starts = _runs(keys)
     n = len(keys); del keys
     p = p[order]; del order
     counts = np.add.reduceat(w[p], starts, dtype=np.int64) if n else np.zeros(0, np.int64)  # `w` may be int32
-    distinct = distinct.astype(np.int64)
-    ids = pairs.add(distinct >> shift, distinct & ((1 << shift) - 1), counts, p, starts)
+    ids = pairs.add(distinct >> 32, distinct & 0xFFFFFFFF, counts, p, starts)
     pid[p] = np.repeat(ids, np.diff(starts, append=n))
     return ids
+
+def _byte_pairs(sym: np.ndarray):
+    "The positions where a pair of bytes starts and its 16-bit key, `_CHUNK` positions at a time."
+    for lo in range(0, len(sym) - 1, _CHUNK):
+        s = sym[lo:lo + _CHUNK + 1]
+        p = np.flatnonzero((s[:-1] >= 0) & (s[1:] >= 0))
+        yield (p + lo).astype(np.int32), s[p].astype(np.uint16) << 8 | s[p + 1].astype(np.uint16)
+
+def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
+               w,  # the count of each position's pre-token: an array, or `_Weights`
+               pairs: _Pairs,  # an empty table; gains every pair of `sym`
+               pid: np.ndarray  # one entry per position, all -1; gets the id of the pair starting there
+              ) -> np.ndarray:
+    "`_pair_index` into `pairs` and `pid`: the counts and positions of every adjacent pair; return their ids."
+    if sym.max(initial=0) >= 256: return _index_wide(sym, w, pairs, pid)
+    size, counts = np.zeros(1 << 16, np.int64), np.zeros(1 << 16, np.int64)
+    for p, keys in _byte_pairs(sym):  # each key's positions and weight
+        size += np.bincount(keys, minlength=1 << 16); np.add.at(counts, keys, w[p])
+    distinct = np.flatnonzero(size)
+    cursor = np.cumsum(size) - size  # where each key's group starts
+    at = np.empty(int(size.sum()), np.int32)
+    ids = pairs.add(distinct >> 8, distinct & 0xFF, counts[distinct], at, cursor[distinct])
+    id_of = np.full(1 << 16, -1, np.int32); id_of[distinct] = ids
+    for p, keys in _byte_pairs(sym):  # place the chunk's positions after the earlier chunks' ones
+        order = np.argsort(keys, kind="stable")  # 16-bit: a radix sort
+        k = keys[order]
+        head = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])  # where each key's run starts in `k`
+        rank = np.arange(len(k)) - np.repeat(head, np.diff(np.r_[head, len(k)]))
+        at[cursor[k] + rank] = p[order]
+        cursor += np.bincount(keys, minlength=1 << 16)
+        pid[p] = id_of[keys]
+    return ids
+
+# %% ../nbs/02a_fast_merge.ipynb #lnk00002
+def _link(n: int  # positions in the flat array
+         ) -> tuple[array, np.ndarray]:
+    "The twin of `link` for `n` positions, each its own token: `link[i] = i`."
+    t, v = _twin(n)
+    v.fill(1); np.cumsum(v, out=v); v -= 1  # 0, 1, ..., n - 1, counted up in place
+    return t, v
+
+def _nxt(link: np.ndarray, P: np.ndarray) -> np.ndarray:
+    "`nxt[P]` read from `link`, for positions `P` that start tokens: one past each token's last position."
+    return np.maximum(link[P], P) + 1
+
+def _prv(link: np.ndarray, P: np.ndarray) -> np.ndarray:
+    "`prv[P]` read from `link`, for positions `P` that start tokens: where the token before each one starts."
+    return np.minimum(link[P - 1], P - 1)
+
 
 # %% ../nbs/02a_fast_merge.ipynb #3916b17b
 def _merge_ids(k: int,  # the id of the pair being merged
                a: int, b: int,  # the pair
                new: int,  # its new token id
-               sym: np.ndarray, nxt: np.ndarray, prv: np.ndarray,  # the symbols and their links (updated)
-               w: np.ndarray,  # the count of each position's pre-token
+               sym: np.ndarray, link: np.ndarray,  # the symbols and the tokens' ends (updated)
+               w,  # the count of each position's pre-token: an array, or `_Weights`
                pid: np.ndarray,  # the pair id at each position (updated)
                pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
               ) -> np.ndarray | None:
@@ -241,14 +368,14 @@ def _merge_ids(k: int,  # the id of the pair being merged
     P = P[pid[P] == k]
     if a == b and len(P) > 1:  # leftmost first in a run `a a a`, as `_live_sites`
         P = np.sort(P)
-        before = prv[P]
+        before = _prv(link, P)
         cont = P[np.minimum(np.searchsorted(P, before), len(P) - 1)] == before
         first = np.flatnonzero(~cont)
         P = P[(np.arange(len(P)) - first[np.cumsum(~cont) - 1]) % 2 == 0]
-    Q = nxt[P]; R = nxt[Q]
-    left, right = pid[prv[P]], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
-    sym[P] = new; sym[Q] = _DEAD; nxt[P] = R; prv[R] = P  # rewrite
-    wt, L = w[P].astype(np.int64, copy=False), prv[P]  # counts are summed in 64 bits
+    Q = _nxt(link, P); E = np.maximum(link[Q], Q); R = E + 1  # the second token ends at E
+    left, right = pid[_prv(link, P)], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
+    sym[P] = new; sym[Q] = _DEAD; link[P] = E; link[E] = P  # rewrite: one token from P to E
+    wt, L = w[P].astype(np.int64, copy=False), _prv(link, P)  # counts are summed in 64 bits
     x, y = sym[L], sym[R]
     ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
     wlr = np.concatenate((wt[ml], wt[mr]))  # a pair was withdrawn exactly where one is born: `ml` and `mr`
@@ -256,7 +383,7 @@ def _merge_ids(k: int,  # the id of the pair being merged
     pairs.count[k] -= int(wt.sum())
     if pairs.count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
     pid[Q] = -1; pid[P] = -1
-    if new < 1 << 15: right_key = 1 << 15; keys = np.concatenate((x[ml], y[mr] | right_key)).astype(np.uint16)
+    if new < 1 << 15: right_key = 1 << 15; keys = np.concatenate((x[ml].astype(np.uint16), y[mr].astype(np.uint16) | right_key))
     else: right_key = _RIGHT; keys = np.concatenate((x[ml], y[mr].astype(np.int64) + right_key))
     if not len(keys): return None  # every site stands alone in its pre-token
     order, distinct, starts = _runs(keys)
@@ -274,33 +401,35 @@ def _merge_ids(k: int,  # the id of the pair being merged
 def _merge_ids_small(k: int,  # the id of the pair being merged
                      a: int, b: int,  # the pair
                      new: int,  # its new token id
-                     sym: array, nxt: array, prv: array,  # the symbols and their links, as `array.array`s (updated)
-                     w: array,  # the count of each position's pre-token
+                     sym: array, link: array,  # the symbols and the tokens' ends, as `array.array`s (updated)
+                     w,  # the count of each position's pre-token: an `array.array`, or `_Weights`
                      pid: array,  # the pair id at each position (updated)
                      pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
                     ) -> np.ndarray | None:
     "`_merge_ids` one site at a time, in Python: for a pair listed at few positions."
+    nxt = lambda p: max(link[p], p) + 1  # `_nxt` and `_prv` for one position
+    prv = lambda p: min(link[p - 1], p - 1)
     sites = []
     P = pairs.sites(k)
     for p in sorted(P if isinstance(P, list) else P.tolist()):  # ints, not NumPy scalars
-        if pid[p] == k and not (sites and nxt[sites[-1]] == p): sites.append(p)
+        if pid[p] == k and not (sites and nxt(sites[-1]) == p): sites.append(p)
     gone, taken = defaultdict(int), set(sites)
     for p in sites:  # withdraw, before the rewrite
-        n, q = w[p], nxt[p]
-        if (g := pid[prv[p]]) >= 0: gone[g] += n
-        if nxt[q] not in taken and (g := pid[q]) >= 0: gone[g] += n
+        n, q = w[p], nxt(p)
+        if (g := pid[prv(p)]) >= 0: gone[g] += n
+        if nxt(q) not in taken and (g := pid[q]) >= 0: gone[g] += n
         gone[k] += n
-    for p in sites:  # rewrite
-        q = nxt[p]; r = nxt[q]
-        sym[p] = new; sym[q] = _DEAD; nxt[p] = r; prv[r] = p; pid[q] = pid[p] = -1
+    for p in sites:  # rewrite: one token from p to e
+        q = nxt(p); e = nxt(q) - 1
+        sym[p] = new; sym[q] = _DEAD; link[p] = e; link[e] = p; pid[q] = pid[p] = -1
     count = pairs.count_a  # Python ints
     for g, n in gone.items(): count[g] -= n
     if count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
     born = defaultdict(lambda: [0, []])  # new pair -> [count, positions]
     for p in sites:  # register
-        n, l = w[p], prv[p]
+        n, l = w[p], prv(p)
         if (x := sym[l]) >= 0: e = born[(x, new)]; e[0] += n; e[1].append(l)
-        if (y := sym[nxt[p]]) >= 0 and y != new: e = born[(new, y)]; e[0] += n; e[1].append(p)
+        if (y := sym[nxt(p)]) >= 0 and y != new: e = born[(new, y)]; e[0] += n; e[1].append(p)
     if not born: return None
     lens = [len(e[1]) for e in born.values()]
     at = [p for e in born.values() for p in e[1]]  # a short list: no NumPy array
@@ -367,6 +496,7 @@ class _Candidates:
 
 # %% ../nbs/02a_fast_merge.ipynb #7c7f45f9
 _FLAT_MAX = 2**31 - 1  # ids, positions and pair ids must fit the int32 arrays
+_COMPACT_FLOOR, _COMPACT_LEAST = 1 << 16, 1 << 12  # compact only beyond this many listed positions; only batches this long
 
 def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
     "Whether ids (below `vocab_size`), positions and pair ids fit the int32 arrays, and every pair count the int64 sums."
@@ -380,26 +510,25 @@ def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
 def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples of ids
               ) -> None:
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
-    sym, wid = _flatten([p for p, _ in run.pretokens])
-    sym_a, sym = _twin(sym)  # each array becomes its twin before the next is made: one extra copy at a time
-    freq = np.array([0] + [n for _, n in run.pretokens], dtype=np.int64)
-    if freq.max() < 2**31: freq = freq.astype(np.int32)  # the usual case: 4 bytes per position, not 8
-    w_a, w = _twin(freq[wid + 1])
-    run.pretokens = None; del wid, freq  # the arrays hold them now
-    pid_a, pid = _twin(np.full(len(sym), -1, dtype=np.int32))
+    small_ids = len(run.vocab) + run.planned <= 2**15  # every id fits 16 bits: `sym` takes 2 bytes per position
+    (sym_a, sym), w = _flatten_run(run, np.int16 if small_ids else np.int32)
+    run.pretokens = None; _trim()  # the arrays hold them now
+    pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
-    ids = _index_ids(sym, w, pairs, pid)  # before the links: its sort's temporaries and the links never coexist
-    (nxt_a, nxt), (prv_a, prv) = _links(len(sym))
+    ids = _index_ids(sym, w, pairs, pid); _trim()  # before the links: its temporaries and the links never coexist
+    link_a, link = _link(len(sym))
     heap = _Candidates(run, pairs, ids)
+    limit = pairs.listed * 3 // 2  # compact when the batches list half again the positions they did after the last compaction
     while len(run.merges) < run.planned:
         best = heap.pop()
         if best is None or run.too_rare(best[1]): break  # none left, or too rare
         k, count = best
         a, b = pairs.x_a[k], pairs.y_a[k]
         new = run.add_merge((a, b), count)
-        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, nxt_a, prv_a, w_a, pid_a, pairs)
-        else: ids = _merge_ids(k, a, b, new, sym, nxt, prv, w, pid, pairs)
+        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, link_a, w, pid_a, pairs)
+        else: ids = _merge_ids(k, a, b, new, sym, link, w, pid, pairs)
         heap.add(ids)
+        if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); _trim(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
 
 def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                            vocab_size: int,  # total size: 256 bytes + merges + special tokens

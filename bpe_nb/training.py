@@ -65,7 +65,7 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
               executor: Executor | None = None,  # counts on this executor (e.g. a Dask client's) instead of a process pool
               pattern: str | None = None,  # the pre-tokenizer regex; None: GPT-2's (with `base`: the base's, the only one allowed)
               errors: str = "strict",  # "strict": invalid UTF-8 is a ValueError; "replace": read as U+FFFD
-              block_size: int = 1 << 20,  # bytes a counting worker reads at a time
+              block_size: int = 1 << 18,  # bytes a counting worker reads at a time (memory per worker)
               min_chunk_size: int = 1 << 20,  # counting ranges are not planned smaller than this
               min_frequency: int = 0,  # stop when the best pair occurs fewer times than this (HF's option)
               max_token_length: int | None = None,  # HF's token length limit, in bytes (see `TrainingRun.allowed`)

@@ -426,35 +426,45 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the pair ids, the links, the index."
     import numpy as np
     arrays, checked = {}, []
-    real_index, real_links, real_flat, real_small = fast_merge._index_ids, fast_merge._links, fast_merge._merge_ids, fast_merge._merge_ids_small
+    real_index, real_link, real_flat, real_small = fast_merge._index_ids, fast_merge._link, fast_merge._merge_ids, fast_merge._merge_ids_small
     def index(sym, w, pairs, pid):
         arrays.update(sym=sym, w=w, pairs=pairs, pid=pid); return real_index(sym, w, pairs, pid)
-    def links(n):
-        (na, nv), (pa, pv) = real_links(n); arrays.update(nxt=nv, prv=pv); return (na, nv), (pa, pv)
+    def link(n):
+        la, lv = real_link(n); arrays.update(link=lv); return la, lv
     def check():
-        sym, w, pid, nxt, prv = (arrays[k].tolist() for k in ("sym", "w", "pid", "nxt", "prv"))
+        sym, pid, link = (arrays[k].tolist() for k in ("sym", "pid", "link"))
+        nxt = lambda p: max(link[p], p) + 1  # the linked list, read from `link` (at tokens' starts)
+        prv = lambda p: min(link[p - 1], p - 1)
+        w = arrays["w"][np.arange(len(sym))].tolist()  # `_Weights`: each position's count, looked up
         t = arrays["pairs"]
         live, sites = Counter(), {}
         for p in range(len(sym)):
-            q = nxt[p]
-            if sym[p] >= 0 and q != p and sym[q] >= 0:
-                assert prv[q] == p
+            if sym[p] < 0: assert pid[p] == -1; continue  # a separator, or inside a token
+            q = nxt(p)
+            assert all(s == -2 for s in sym[p + 1:q]) and sym[q] != -2  # merged positions inside; then a token or a separator
+            if sym[q] >= 0:
+                assert prv(q) == p
                 k = pid[p]
                 assert k >= 0 and (t.x[k], t.y[k]) == (sym[p], sym[q])
                 live[k] += w[p]; sites.setdefault(k, set()).add(p)
             else: assert pid[p] == -1
         assert live == {k: int(t.count[k]) for k in range(t.n) if t.count[k]}
         for k, ps in sites.items(): assert ps <= set(np.asarray(t.sites(k)).tolist())
+        assert t.listed == sum(map(len, t.batches))
         checked.append(len(sites))
     def merged(real):
         def merge(*args):
             ids = real(*args); check(); return ids
         return merge
     monkeypatch.setattr(fast_merge, "_index_ids", index)
-    monkeypatch.setattr(fast_merge, "_links", links)
+    monkeypatch.setattr(fast_merge, "_link", link)
     monkeypatch.setattr(fast_merge, "_merge_ids", merged(real_flat))
     monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
+    monkeypatch.setattr(fast_merge, "_COMPACT_FLOOR", 0)  # compact whenever the batches grew by half, every batch
+    monkeypatch.setattr(fast_merge, "_COMPACT_LEAST", 0)
+    real_compact, compactions = fast_merge._Pairs.compact, []
+    monkeypatch.setattr(fast_merge._Pairs, "compact", lambda self, *a: (compactions.append(1), real_compact(self, *a))[1])
     rng = random.Random(small)
     motifs = [b"aaaa", b"abab", b"abba", b"aabaab", b"ab", b"ba", b"b", b"a", b"c", b"\xff\x00"]
     for _ in range(40):
@@ -466,3 +476,4 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
         fast = train_quiet(train_incremental, dict(counts), size, tie_break=tb, **limits)
         assert fast.merges == train_quiet(train_incremental_simple, dict(counts), size, tie_break=tb, **limits).merges
     assert len(checked) > 400  # the check ran after every merge
+    assert len(compactions) > 40  # and after compactions
