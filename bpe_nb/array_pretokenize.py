@@ -12,7 +12,7 @@ from typing import NamedTuple
 # %% auto #0
 __all__ = ['LL', 'LU', 'LO', 'MARK', 'DIGIT', 'PUNCT', 'SPACE', 'WS', 'NL', 'CL100K_RULES', 'LLAMA3_RULES', 'O200K_RULES',
            'TEKKEN_RULES', 'ARRAY_RULES', 'ARRAY_PATTERNS', 'gpt2_starts', 'char_classes', 'ArrayRules', 'array_bounds',
-           'pretoken_starts', 'byte_bounds', 'array_counts']
+           'pretoken_starts', 'lead_bytes', 'byte_bounds', 'array_counts']
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000006
 import numpy as np
@@ -149,15 +149,6 @@ def _runs(p: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     np.not_equal(p[1:], p[:-1] + 1, out=new[1:-1]); new[1:-1] |= first[p[1:]]
     return p[new[:-1]], p[new[1:]] + 1
 
-def _run_bounds(m: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    "Where each run of True in `m` starts, and where it ends (runs stop where a text starts)."
-    x = np.zeros(len(m) + 2, np.int8); x[1:-1] = m
-    t = np.flatnonzero(x[1:] != x[:-1])  # one pass: a start, an end, a start, ...
-    s = np.flatnonzero(first); s = s[s > 0]; s = s[m[s] & m[s - 1]]  # runs that go on across a text's start
-    if not len(s): return t[::2], t[1::2]
-    a, b = t[::2], t[1::2]  # (a few cuts: inserted where they go, not sorted in)
-    return np.insert(a, np.searchsorted(a, s), s), np.insert(b, np.searchsorted(b, s), s)
-
 def _run_end(m: np.ndarray, first: np.ndarray, p: np.ndarray) -> np.ndarray:
     "Where the run of True in `m` that each position `p` is in ends: the next position not in `m`, a text's start, or `len(m)`."
     n, end, w = len(m), p + 1, 2
@@ -274,6 +265,20 @@ def _whitespace_starts(start, f, grp, first, fi, nlp, rules: ArrayRules):  # fi:
     joins = (grp[1:] == 2) & (f[:-1] == SPACE); joins[t - 1] = False
     start[1:n] &= ~joins  # a space joins the punctuation after it
 
+def _ll_before(f, grp, first, q):  # q: upper-case letters of words, each right after a letter that is not upper-case
+    "Whether the run of `[Ll Lm Lo M]` letters that ends right before each `q` holds an Ll: looked for backwards, `w` letters at a time, `w` doubling."
+    has, todo, at, w = np.zeros(len(q), bool), np.arange(len(q)), q - 1, 8
+    while len(todo):  # (no pass over the whole text: CJK runs before an upper-case letter are few)
+        x = at[todo, None] - np.arange(w); xc = np.maximum(x, 0)
+        out = (x < 0) | (grp[xc] != 0) | (f[xc] == LU) | first[xc + 1]  # past the run's start (or a text starts after it)
+        low = (f[xc] == LL) & ~out
+        stop = low | out
+        k, r = stop.argmax(1), np.arange(len(todo))
+        hit = stop[r, k]
+        has[todo[hit]] = low[r[hit], k[hit]]
+        todo = todo[~hit]; at[todo] -= w; w *= 2
+    return has
+
 def _case_starts(start, f, grp, first, u):  # u: where the upper-case letters are
     "Set the cuts inside words: `[Lu Lt Lm Lo M]*[Ll Lm Lo M]+` first, else `[Lu Lt Lm Lo M]+[Ll Lm Lo M]*`."
     n = len(f)
@@ -283,12 +288,7 @@ def _case_starts(start, f, grp, first, u):  # u: where the upper-case letters ar
     q = q[f[q - 1] != LU]  # an upper-case letter after Ll/Lm/Lo starts a pre-token if that run has an Ll
     if len(q):
         has = f[q - 1] == LL
-        if not has.all():  # after Lm/Lo: count the Ll letters of the run
-            word, up = grp == 0, np.zeros(n, bool); up[u] = True
-            lbs = _run_bounds(word & ~up, first)[0]
-            lb = lbs[np.searchsorted(lbs, q - 1, "right") - 1]
-            low = np.zeros(n + 1, np.int32); np.cumsum(word & (f == LL), out=low[1:])
-            has = low[q] > low[lb]
+        if not has.all(): has[~has] = _ll_before(f, grp, first, q[~has])  # after Lm/Lo: look back through the run
         start[q[has]] = True
     ups, ends = _runs(u, first)
     e = np.minimum(ends, n - 1)
@@ -406,9 +406,18 @@ def pretoken_starts(text: str,  # the texts of a block, joined
     return gpt2_starts(cp, edge, np.take(_GPT2_CLASS, char_classes(cp))), cp
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000031
-def byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; sorted positions in them
+def lead_bytes(b: np.ndarray,  # a text's UTF-8 bytes (uint8)
+               n: int  # its length in characters
+              ) -> np.ndarray | None:
+    "Where each character of the text starts in `b`, then `len(b)`; None if few characters take more than one byte (`byte_bounds` places those instead)."
+    if 64 * (len(b) - n) < n: return None  # under one extra byte in 64 characters
+    return np.append(np.flatnonzero(b.view(np.int8) >= -64), len(b))  # a continuation byte is 0x80-0xBF: -128..-65 as int8
+
+def byte_bounds(cp: np.ndarray, chars: np.ndarray,  # code points; sorted positions in them
+                lead: np.ndarray | None = None  # `lead_bytes` of the text, if at hand
                ) -> np.ndarray:
     "The positions `chars` of a text as offsets in its UTF-8 bytes."
+    if lead is not None: return lead.take(chars)  # read off where each character starts
     wide = cp >= 0x80  # the characters of more than one byte
     if 256 * np.count_nonzero(wide) >= len(cp):  # not rare: the extra bytes before every position, in one running sum
         more = wide.view(np.uint8) + (cp >= 0x800).view(np.uint8)  # 0 to 3 each
@@ -420,6 +429,7 @@ def byte_bounds(cp: np.ndarray, chars: np.ndarray  # code points; sorted positio
     extra = np.zeros(len(wide) + 1, np.int64)
     np.cumsum(1 + (cp[wide] >= 0x800).astype(np.int64) + (cp[wide] >= 0x10000), out=extra[1:])
     return chars + extra[np.cumsum(np.bincount(np.searchsorted(chars, wide, "right"), minlength=len(chars) + 1)[:-1])]
+
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000033
 _TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the byte, or 256 + the two bytes
@@ -501,9 +511,9 @@ def array_counts(text: str,  # the texts of a block, joined
     "The distinct pre-tokens of the texts (UTF-8), in the order they first occur, and how often each occurs."
     if not text: return [], []
     chars, cp = pretoken_starts(text, edge, pattern)
-    raw = text.encode("utf-8")
-    bounds = chars if len(raw) == len(text) else byte_bounds(cp, chars)
-    starts, lens, b = bounds[:-1], np.diff(bounds), np.frombuffer(raw, np.uint8)
+    raw = text.encode("utf-8"); b = np.frombuffer(raw, np.uint8)
+    bounds = chars if len(raw) == len(text) else byte_bounds(cp, chars, lead_bytes(b, len(text)))
+    starts, lens = bounds[:-1], np.diff(bounds)
     tiny, short = np.flatnonzero(lens <= 2), np.flatnonzero((lens > 2) & (lens <= _KEY_BYTES))
     f1, c1 = _first_counts(_tiny(b, np.take(starts, tiny), np.take(lens, tiny)), _TINY)
     f2, c2 = _distinct(*_short_keys(b, np.take(starts, short), np.take(lens, short)))

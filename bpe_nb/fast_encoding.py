@@ -33,7 +33,7 @@ from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_
                             replay_steps)
 from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
                                      gpt2_starts as _gpt2_starts, array_bounds as _array_bounds,
-                                     pretoken_starts as _pretoken_starts, byte_bounds as _byte_bounds)  # chapter 00a
+                                     pretoken_starts as _pretoken_starts, byte_bounds as _byte_bounds, lead_bytes as _lead_bytes)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -317,8 +317,9 @@ def intern(self: _KeyTable, k1: np.ndarray, k2: np.ndarray,  # keys; repeats all
         self.k1[ws], self.k2[ws], self.row[ws] = k1[win], k2[win], new
         out[win] = new; added.append(win); self.n += len(win)
         go = ~hit; go[first] = False  # the other claimants stay put: next round they meet the new key
-        on = t2[go] != 0; del t2, hit  # past another key: the next slot
-        at = at[go]; q1 = q1[go]; q2 = q2[go]; slot = slot[go]
+        go = np.flatnonzero(go)  # (positions once: five gathers are cheaper than five masks)
+        on = t2.take(go) != 0; del t2, hit  # past another key: the next slot
+        at = at.take(go); q1 = q1.take(go); q2 = q2.take(go); slot = slot.take(go)
         slot[on] += 1; slot &= (1 << self.bits) - 1
     raise _Flooded(f"more than {_MAX_ROUNDS} probing rounds")
 
@@ -721,8 +722,9 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
         chars, cp = (_array_bounds(text, edge, self._rules, self._find) if self._rules is not None
                      else _pretoken_starts(text, edge, GPT2_PATTERN))  # GPT-2's pattern on text that is not ASCII
         raw = text.encode("utf-8")
-        bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars)
-        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds)
+        lead = _lead_bytes(np.frombuffer(raw, np.uint8), len(text))  # where each character starts (None if few are wide)
+        bounds = chars if len(raw) == len(text) else _byte_bounds(cp, chars, lead)
+        if len(raw) != len(text) and self._token_keys is not None: chars, bounds, part = self._cut_long(cp, chars, bounds, lead)
         del cp  # (its memory is free for the key table's work)
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
@@ -922,7 +924,8 @@ def _cut_keys(self: Tokenizer) -> _CrossTables:
     return self._crossing
 
 @patch
-def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray  # a block's code points; its pre-tokens in characters, in bytes
+def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.ndarray,  # a block's code points; its pre-tokens in characters, in bytes
+              lead: np.ndarray | None = None  # the block's `lead_bytes`, if at hand
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     "Cut the long pre-tokens at the boundaries of two characters of three or four bytes that no token crosses: new `chars`, `bounds`, and which pre-tokens are parts (None: no cut)."
     long = np.flatnonzero(np.diff(bounds) > _KEY_BYTES)
@@ -936,7 +939,7 @@ def _cut_long(self: Tokenizer, cp: np.ndarray, chars: np.ndarray, bounds: np.nda
     pos = np.searchsorted(chars, k) + np.arange(len(k))  # where the cuts land among the new bounds (one `np.insert` for all three)
     keep = np.ones(len(chars) + len(k), bool); keep[pos] = False
     new_chars, new_bounds = np.empty(len(keep), np.int64), np.empty(len(keep), np.int64)
-    new_chars[keep], new_chars[pos], new_bounds[keep], new_bounds[pos] = chars, k, bounds, _byte_bounds(cp, k)
+    new_chars[keep], new_chars[pos], new_bounds[keep], new_bounds[pos] = chars, k, bounds, _byte_bounds(cp, k, lead)
     part = np.zeros(len(keep), bool); part[pos] = True; part[pos - 1] = True  # the pieces on both sides of a cut
     return new_chars, new_bounds, part[:-1]
 
