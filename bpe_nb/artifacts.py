@@ -65,13 +65,15 @@ def of_kind(err: Exception,  # an exception made by a `bad(problem)` callback (a
     return err
 
 # %% ../nbs/05_artifacts.ipynb #dc198622
-def model_parts(obj) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int], str, dict]:
+def model_parts(obj,  # a `BPEModel` or a `Tokenizer`
+                merges: bool = True  # False: None instead of the merges (a tokenizer of tiktoken ranks recovers them, which may fail)
+               ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]] | None, dict[str, int], str, dict]:
     "`(vocab, merges, special_tokens, pattern, info)` of a `BPEModel` or a `Tokenizer`."
     if isinstance(obj, BPEModel):
         return obj.vocab, obj.merges, obj.special_tokens, obj.info.get("pattern") or GPT2_PATTERN, obj.info
     if isinstance(obj, Tokenizer):
         pattern = obj.pattern if isinstance(obj.pattern, str) else obj.pattern.pattern
-        return obj.vocab, obj.merges, obj.special_tokens, pattern, getattr(obj, "info", None) or {}
+        return obj.vocab, obj.merges if merges else None, obj.special_tokens, pattern, getattr(obj, "info", None) or {}
     raise TypeError(f"expected a BPEModel or a Tokenizer, got {type(obj).__name__}: {obj!r:.80}")
 
 # %% ../nbs/05_artifacts.ipynb #56c4e962

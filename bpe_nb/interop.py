@@ -141,8 +141,11 @@ def hf_spelling(pattern: str  # a pattern in `regex` syntax
 def hf_document(obj  # a `BPEModel` or a `Tokenizer`
                ) -> dict:
     "The HF `tokenizers` `tokenizer.json` document of `obj`: regex Split + ByteLevel, BPE, specials as added tokens."
-    vocab, merges, specials, pattern, _ = model_parts(obj)
-    id_layout(obj)
+    if (hf_merges := getattr(obj, "hf_merges", None)) is None:
+        (vocab, merges, specials, pattern, _), whole = model_parts(obj), False
+        id_layout(obj)
+    else:  # a tokenizer of tiktoken ranks (below): its ids are its ranks; some ranks may have no merge list
+        (vocab, _, specials, pattern, _), (merges, whole) = model_parts(obj, merges=False), hf_merges()
     specials_by_id = sorted(specials.items(), key=lambda kv: kv[1])
     special_ids = set(specials.values())
     model_vocab = _printable_vocab({i: b for i, b in vocab.items() if i not in special_ids})
@@ -163,7 +166,8 @@ def hf_document(obj  # a `BPEModel` or a `Tokenizer`
         "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                  "ignore_merges": whole,  # True: a pre-token that is a token is that token (tiktoken's shortcut)
                   "vocab": model_vocab,
                   "merges": [f"{bytes_to_printable(a)} {bytes_to_printable(b)}" for a, b in merges]},
     }
@@ -589,6 +593,14 @@ def _split_table(ranks: dict[bytes, int], ids: dict[bytes, int]) -> tuple[list[i
             if a is not None and (b := get(tok[i:])) is not None: table[a, b] = k
     return merged, table
 
+def _every_split(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    "Every split of each multi-byte token into two tokens, tokens in rank order, each one's splits by the ranks of their parts: HF's merge list for tiktoken's rule."
+    out = []
+    for tok in sorted((b for b in ranks if len(b) > 1), key=ranks.__getitem__):
+        out += sorted(((tok[:i], tok[i:]) for i in range(1, len(tok)) if tok[:i] in ranks and tok[i:] in ranks),
+                      key=lambda ab: (ranks[ab[0]], ranks[ab[1]]))
+    return out
+
 # %% ../nbs/05a_interop.ipynb #93772f33
 _NO_RANK = float("inf")  # above every rank: `_split_scan` and `_split_heap` merge with all of them
 
@@ -666,9 +678,16 @@ class RanksTokenizer(Tokenizer):
 
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
-        "The merges tiktoken's ranks imply (recovered on first use); an `ArtifactError` if no merge list gives tiktoken's ids."
-        if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, lambda problem: ArtifactError(self._path, problem), self)
+        "The merges tiktoken's ranks imply (recovered on first use); an `ArtifactError` (a `ValueError` for ranks from no file) if no merge list gives tiktoken's ids."
+        bad = ValueError if self._path is None else lambda problem: ArtifactError(self._path, problem)
+        if self._merges is None: self._merges = _merges_from_ranks(self._rank_of, bad, self)
         return self._merges
+
+    def hf_merges(self) -> tuple[list[tuple[bytes, bytes]], bool]:
+        "The merges of an HF `tokenizer.json` that gives tiktoken's ids, and whether it needs `ignore_merges` (`hf_document`): `merges` if the ranks have a merge list, else every split of each token into two, in rank order."
+        try: return self.merges, False
+        except ValueError:  # (an `ArtifactError` too) tokens tiktoken reaches only as a whole pre-token, or builds from other parts inside longer ones
+            return _every_split(self._rank_of), True
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         "tiktoken's `mergeable_ranks` of this tokenizer: token bytes -> id (what `export_tiktoken` writes)."
