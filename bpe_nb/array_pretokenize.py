@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 # %% auto #0
 __all__ = ['LL', 'LU', 'LO', 'MARK', 'DIGIT', 'PUNCT', 'SPACE', 'WS', 'NL', 'CL100K_RULES', 'LLAMA3_RULES', 'O200K_RULES',
-           'TEKKEN_RULES', 'ARRAY_RULES', 'ARRAY_PATTERNS', 'gpt2_starts', 'char_classes', 'ArrayRules', 'array_bounds',
-           'pretoken_starts', 'lead_bytes', 'byte_bounds', 'array_counts']
+           'TEKKEN_RULES', 'ARRAY_RULES', 'ARRAY_PATTERNS', 'gpt2_starts', 'char_classes', 'fill_classes', 'ArrayRules',
+           'array_bounds', 'pretoken_starts', 'lead_bytes', 'byte_bounds', 'array_counts']
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000006
 import numpy as np
@@ -65,8 +65,11 @@ _CLASSES = None  # code point -> its class + 1, 0 until first seen (made on firs
 
 def _classify(cps: np.ndarray) -> np.ndarray:
     "The class of each code point of `cps`, as `regex` sees it."
-    s, out = "".join(map(chr, cps.tolist())), np.full(len(cps), PUNCT, np.uint8)
-    for c, rx in _CLASS_RX: out[[m.start() for m in compile_pattern(rx).finditer(s)]] = c
+    cps = np.asarray(cps, "<u4")
+    s, out = cps.tobytes().decode("utf-32-le", "surrogatepass"), np.full(len(cps), PUNCT, np.uint8)
+    for c, rx in _CLASS_RX:  # each rule's characters become NUL (one for one), which no rule matches: no match objects
+        hit = np.frombuffer(compile_pattern(rx).sub("\0", s).encode("utf-32-le", "surrogatepass"), np.uint32) == 0
+        out[hit & (cps != 0)] = c
     return out
 
 _MARK_MIN = 1 << 16  # code points, at least, that `_distinct_sorted` marks in a table of all of them instead of sorting
@@ -93,6 +96,11 @@ def char_classes(cp: np.ndarray  # code points (any unsigned integer type)
         f.reshape(-1)[at] = _CLASSES[flat[at]]
     f -= 1
     return f
+
+def fill_classes(stop: int = 0x10000  # code points below this (the Basic Multilingual Plane)
+                ):
+    "Fill the class table for the code points below `stop` at once (about 11 ms for the BMP): a tokenizer's load does it, so that no first encode pays for the characters it meets first."
+    char_classes(np.arange(stop, dtype=np.uint32))
 
 # %% ../nbs/00a_array_pretokenize.ipynb #arr00005
 class ArrayRules(NamedTuple):

@@ -36,7 +36,7 @@ from .pretokenize import (GPT2_PATTERN, KNOWN_PATTERNS, PROVEN_PATTERNS, bytes_t
     special_pattern, check_pattern, compile_pattern,
     printable_to_bytes)
 from .naive import BPEModel
-from .array_pretokenize import char_classes
+from .array_pretokenize import fill_classes
 from .encoder import (GPT2FileError, NotCovered, Tokenizer, gpt2_special_tokens, parse_gpt2_vocab, read_gpt2_merges,
     refuse_disallowed)
 from .chunking import atomic_write, atomic_write_all, read_blocks
@@ -638,7 +638,8 @@ class RanksTokenizer(Tokenizer):
         if self._bulk_ok:  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
             self._seed_tokens(ids)
             self._cut_keys()  # where long CJK pre-tokens may be cut: about 10 ms for o200k, built now, not in a first encode
-            char_classes(np.zeros(0, np.uint32))  # chapter 00a's class table and the regexes that fill it, once per process
+            fill_classes(0x10000 if self._rules is not None else 0)  # chapter 00a's class table, once per process: for the
+            # patterns of `ARRAY_RULES`, the BMP's (11 ms: no first encode pays for it); GPT-2's reads few classes
 
     def _encode_piece(self, piece: str) -> tuple[int, ...]:
         "The ids of one pre-token: the token itself if it is one (tiktoken's shortcut), else tiktoken's merging of its bytes."
