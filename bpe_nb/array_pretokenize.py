@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 # %% auto #0
 __all__ = ['LL', 'LU', 'LO', 'MARK', 'DIGIT', 'PUNCT', 'SPACE', 'WS', 'NL', 'CL100K_RULES', 'LLAMA3_RULES', 'O200K_RULES',
-           'TEKKEN_RULES', 'ARRAY_RULES', 'ARRAY_PATTERNS', 'gpt2_starts', 'char_classes', 'fill_classes', 'ArrayRules',
-           'array_bounds', 'pretoken_starts', 'lead_bytes', 'byte_bounds', 'array_counts']
+           'TEKKEN_RULES', 'ARRAY_RULES', 'ARRAY_PATTERNS', 'TINY', 'gpt2_starts', 'char_classes', 'fill_classes',
+           'ArrayRules', 'array_bounds', 'pretoken_starts', 'lead_bytes', 'byte_bounds', 'tiny_numbers', 'array_counts']
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000006
 import numpy as np
@@ -440,11 +440,11 @@ def byte_bounds(cp: np.ndarray, chars: np.ndarray,  # code points; sorted positi
 
 
 # %% ../nbs/00a_array_pretokenize.ipynb #ap000033
-_TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the byte, or 256 + the two bytes
+TINY = 256 + (1 << 16)  # numbers of the pre-tokens of one or two bytes: the byte, or 256 + the two bytes
 
-def _tiny(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths (1 or 2)
-         ) -> np.ndarray:
-    "Each pre-token of one or two bytes as one number below `_TINY`."
+def tiny_numbers(b: np.ndarray, starts: np.ndarray, lens: np.ndarray  # bytes; where pre-tokens start; their lengths (1 or 2)
+                ) -> np.ndarray:
+    "Each pre-token of one or two bytes as one number below `TINY`."
     x = np.take(b, starts).astype(np.int64)  # (`np.take` gathers faster than `b[starts]`)
     two = np.flatnonzero(lens == 2)
     x[two] = 256 + (x[two] << 8 | b[starts[two] + 1])
@@ -523,7 +523,7 @@ def array_counts(text: str,  # the texts of a block, joined
     bounds = chars if len(raw) == len(text) else byte_bounds(cp, chars, lead_bytes(b, len(text)))
     starts, lens = bounds[:-1], np.diff(bounds)
     tiny, short = np.flatnonzero(lens <= 2), np.flatnonzero((lens > 2) & (lens <= _KEY_BYTES))
-    f1, c1 = _first_counts(_tiny(b, np.take(starts, tiny), np.take(lens, tiny)), _TINY)
+    f1, c1 = _first_counts(tiny_numbers(b, np.take(starts, tiny), np.take(lens, tiny)), TINY)
     f2, c2 = _distinct(*_short_keys(b, np.take(starts, short), np.take(lens, short)))
     first, count = [tiny[f1], short[f2]], [c1, c2]  # as indices among all the pre-tokens
     long = np.flatnonzero(lens > _KEY_BYTES)

@@ -34,7 +34,7 @@ from .encoder import (MergeStep, NotCovered, Tokenizer, encode_pretoken, refuse_
 from .array_pretokenize import (ARRAY_RULES, ArrayRules, CL100K_RULES, LLAMA3_RULES, O200K_RULES, TEKKEN_RULES,
                                      gpt2_starts as _gpt2_starts, array_bounds as _array_bounds,
                                      pretoken_starts as _pretoken_starts, byte_bounds as _byte_bounds, lead_bytes as _lead_bytes,
-                                     _tiny, _TINY)  # chapter 00a
+                                     tiny_numbers, TINY)  # chapter 00a
 
 # %% ../nbs/04a_fast_encoding.ipynb #efca09f5
 def merge_scan(ids: list[int],  # the ids of one pre-token's symbols (modified in place)
@@ -466,7 +466,7 @@ class _Bulk:
     "What the bulk path knows between calls: a key table of the pre-tokens it met and the rows of ids it points to."
     def __init__(self):
         self.table, self.rows = _KeyTable(15), _Rows()  # room for a first block's pre-tokens
-        self.tiny = np.full(_TINY, -1, np.int64)  # the row of each pre-token of one or two bytes met, by its number (`_tiny`)
+        self.tiny = np.full(TINY, -1, np.int64)  # the row of each pre-token of one or two bytes met, by its number (`tiny_numbers`)
 
 @patch
 def _bulk_state(self: Tokenizer) -> _Bulk:
@@ -711,13 +711,13 @@ def _merge_all(self: Tokenizer, pieces: list[str | bytes]  # distinct pre-tokens
     return ids
 
 @patch
-def _tiny_rows(self: Tokenizer, code: np.ndarray,  # pre-tokens of one or two bytes, by number (chapter 00a's `_tiny`)
+def _tiny_rows(self: Tokenizer, code: np.ndarray,  # pre-tokens of one or two bytes, by number (chapter 00a's `tiny_numbers`)
                bulk: _Bulk  # the state: its rows by number, which gain the numbers new here
               ) -> np.ndarray:
     "The row of each pre-token of one or two bytes: by number, the new ones (each once) merged as `_met_rows` merges (a part of a cut pre-token or not: the same ids)."
     rows = bulk.tiny.take(code)
     if (rows < 0).any():
-        seen = np.zeros(_TINY, bool); seen[code[rows < 0]] = True
+        seen = np.zeros(TINY, bool); seen[code[rows < 0]] = True
         new = np.flatnonzero(seen)
         two = new >= 256
         pair = np.stack([np.where(two, (new - 256) >> 8, new), (new - 256) & 0xFF], 1)
@@ -750,8 +750,8 @@ def _bulk_ids(self: Tokenizer, items: list,  # as `_encode_bulk` takes them
     b = np.frombuffer(raw, np.uint8)
     starts, lens = bounds[:-1], np.diff(bounds)
     rows = np.empty(len(starts), np.int64)
-    tiny = np.flatnonzero(lens <= 2)  # a third of all pre-tokens: their rows by number, with no key (chapter 00a's `_tiny`)
-    code = _tiny(b, starts[tiny], lens[tiny])
+    tiny = np.flatnonzero(lens <= 2)  # a third of all pre-tokens: their rows by number, with no key (chapter 00a's `tiny_numbers`)
+    code = tiny_numbers(b, starts[tiny], lens[tiny])
     rows[tiny] = self._tiny_rows(code, bulk)
     short = np.flatnonzero((lens > 2) & (lens <= _KEY_BYTES))
     k1, k2 = _piece_keys(b, starts[short], lens[short])
