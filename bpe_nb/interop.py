@@ -146,6 +146,7 @@ def hf_document(obj  # a `BPEModel` or a `Tokenizer`
         id_layout(obj)
     else:  # a tokenizer of tiktoken ranks (below): its ids are its ranks; some ranks may have no merge list
         (vocab, _, specials, pattern, _), (merges, whole) = model_parts(obj, merges=False), hf_merges()
+        if not whole: id_layout(obj)  # (without a merge list there is no layout to check: the constructor checked ids and special tokens)
     specials_by_id = sorted(specials.items(), key=lambda kv: kv[1])
     special_ids = set(specials.values())
     model_vocab = _printable_vocab({i: b for i, b in vocab.items() if i not in special_ids})
@@ -686,9 +687,11 @@ class RanksTokenizer(Tokenizer):
 
     def hf_merges(self) -> tuple[list[tuple[bytes, bytes]], bool]:
         "The merges of an HF `tokenizer.json` that gives tiktoken's ids, and whether it needs `ignore_merges` (`hf_document`): `merges` if the ranks have a merge list, else every split of each token into two, in rank order."
-        try: return self.merges, False
-        except ValueError:  # (an `ArtifactError` too) tokens tiktoken reaches only as a whole pre-token, or builds from other parts inside longer ones
-            return _every_split(self._rank_of), True
+        if getattr(self, "_hf_merges", None) is None:  # worked out once: recovering merges that fail costs as much as ones that succeed
+            try: self._hf_merges = self.merges, False
+            except ValueError:  # (an `ArtifactError` too) tokens tiktoken reaches only as a whole pre-token, or builds from other parts inside longer ones
+                self._hf_merges = _every_split(self._rank_of), True
+        return self._hf_merges
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         "tiktoken's `mergeable_ranks` of this tokenizer: token bytes -> id (what `export_tiktoken` writes)."
