@@ -258,7 +258,7 @@ def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
     if model.get("type", "BPE") != "BPE": raise bad(f"model type is {shorten(model.get('type'))}, not 'BPE'")
     for key, ok in (("dropout", (None, 0, 0.0)), ("unk_token", (None,)), ("continuing_subword_prefix", (None, "")),
                     ("end_of_word_suffix", (None, "")), ("byte_fallback", (False, None)),
-                    ("ignore_merges", (False, None)), ("fuse_unk", (False, None))):
+                    ("ignore_merges", (False, None, True)), ("fuse_unk", (False, None))):
         if model.get(key) not in ok: raise bad(f"model.{key} = {shorten(model.get(key))} is not supported (need {ok[0]!r})")
     for key in ("normalizer", "truncation", "padding"):
         if doc.get(key) is not None: raise bad(f"{key} = {json.dumps(doc[key])[:120]} is not supported (need null)")
@@ -271,6 +271,7 @@ def import_hf(path,  # an HF `tokenizers` `tokenizer.json` of a byte-level BPE
     check_pattern_trust(pattern, path, trust_pattern)
     specials = _hf_specials(doc.get("added_tokens"), bad)
     vocab, merges = _hf_model(model, set(specials.values()), bad)
+    if model.get("ignore_merges"): return _ranks_from_hf(vocab, merges, specials, pattern, bad)  # tiktoken's shortcut: ranks (below)
     for s, i in specials.items(): vocab[i] = s.encode("utf-8")
     try:
         tok = Tokenizer(vocab, merges, specials, pattern=pattern)
@@ -771,6 +772,23 @@ def _encode_slices(self: RanksTokenizer, slices: list[str], rx  # Meta's slices 
     out = []
     for s in slices: out += self._encode(s, rx)
     return out  # (`+=` extends in C; a comprehension would step through every id in Python)
+
+# %% ../nbs/05a_interop.ipynb #hfw00003
+_SPLIT_WORK = 1 << 26  # bytes, at most, that listing every split of every token may copy (Llama 3's ranks: 7.4 million, o200k's 12.8 million)
+
+def _ranks_from_hf(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]],  # an HF BPE model's, as `_hf_model` reads them
+                   specials: dict[str, int], pattern: str, bad  # its special tokens, its pattern; `bad(problem)` makes the error
+                  ) -> RanksTokenizer:
+    "An HF BPE with `ignore_merges` as tiktoken's ranks (its ids), if its merges are every split of each token in id order (`_every_split`)."
+    ranks = {b: i for i, b in vocab.items()}
+    if (work := sum(len(b) ** 2 for b in ranks)) > _SPLIT_WORK:  # a file's tokens could make the check take hours
+        raise of_kind(bad(f"model.ignore_merges = true with tokens too long to check every split of ({work:,} bytes to "
+                          f"copy, more than the {_SPLIT_WORK:,} bpe_nb accepts from a file)"), "too-large")
+    if merges != _every_split(ranks):
+        raise bad("model.ignore_merges = true, but model.merges is not every split of each token into two in id order "
+                  "(what export_hf writes for ranks without a merge list): HF's ids could differ from tiktoken's rule")
+    try: return RanksTokenizer(ranks, specials, pattern)
+    except (ValueError, TypeError) as e: raise bad(str(e)) from e
 
 # %% ../nbs/05a_interop.ipynb #meta0b02
 @patch

@@ -526,7 +526,8 @@ HF_UNSUPPORTED = {
     "normalizer": (lambda d: d.update(normalizer={"type": "NFC"}), "normalizer"),
     "unknown token": (lambda d: d["model"].update(unk_token="<unk>"), "model.unk_token"),
     "dropout": (lambda d: d["model"].update(dropout=0.1), "model.dropout"),
-    "ignore_merges": (lambda d: d["model"].update(ignore_merges=True), "model.ignore_merges"),
+    "ignore_merges, merges out of order": (lambda d: d["model"].update(ignore_merges=True, merges=d["model"]["merges"][::-1]),
+                                           "model.ignore_merges = true, but model.merges is not every split"),
     "byte_fallback": (lambda d: d["model"].update(byte_fallback=True), "model.byte_fallback"),
     "WordPiece": (lambda d: d["model"].update(type="WordPiece"), "model type is 'WordPiece'"),
     "prefix space": (lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True}),
@@ -552,6 +553,18 @@ def test_hf_import_refuses_what_it_cannot_reproduce(tmp_path, small, case):
     with pytest.raises(ArtifactError) as e:
         import_hf(path)
     assert phrase in str(e.value) and str(path) in str(e.value), str(e.value)
+
+
+def test_hf_import_reads_ignore_merges_as_ranks(tmp_path, small):
+    "`ignore_merges` with every split of each token in id order (here the small model's own merges are that): tiktoken's ranks, the same ids."
+    doc = interop.hf_document(small)
+    doc["model"]["ignore_merges"] = True
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    back, tok = import_hf(path), Tokenizer.from_model(small)
+    assert type(back) is interop.RanksTokenizer and back.special_tokens == tok.special_tokens
+    for text in ("low lower lowest", "newer wider<|endoftext|> low", ""):
+        assert back.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
 
 
 def test_hf_import_reads_pair_merges(tmp_path, small):
