@@ -687,7 +687,7 @@ class RanksTokenizer(Tokenizer):
         return self._merges
 
     def hf_merges(self) -> tuple[list[tuple[bytes, bytes]], bool]:
-        "The merges of an HF `tokenizer.json` that gives tiktoken's ids, and whether it needs `ignore_merges` (`hf_document`): `merges` if the ranks have a merge list, else every split of each token into two, in rank order."
+        "The merges of an HF `tokenizer.json` that gives tiktoken's ids, and whether it needs `ignore_merges` (`hf_document`): `merges` if the ranks have a merge list, else every split of each token into two tokens, in rank order."
         if getattr(self, "_hf_merges", None) is None:  # worked out once: recovering merges that fail costs as much as ones that succeed
             try: self._hf_merges = self.merges, False
             except ValueError:  # (an `ArtifactError` too) tokens tiktoken reaches only as a whole pre-token, or builds from other parts inside longer ones
