@@ -265,10 +265,17 @@ def _add_array(self: _Tally, texts: list[str]):  # the text segments of a block 
     np.add.at(self.totals, rows, counts)
 
 @patch
+def _take_rows(self: _Tally) -> tuple[dict, np.ndarray]:
+    "The array path's pre-tokens (bytes -> row, in the order they first occurred) and their counts; the tally is emptied."
+    index, totals = self.index, self.totals[:len(self.index)]
+    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
+    return index, totals
+
+@patch
 def _array_result(self: _Tally) -> Counter[bytes]:
     "The array path's counts, in the order the pre-tokens first occurred (the tally is emptied)."
-    out = Counter(); dict.update(out, zip(self.index, self.totals[:len(self.index)].tolist()))
-    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
+    index, totals = self._take_rows()
+    out = Counter(); dict.update(out, zip(index, totals.tolist()))
     return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #17f4fd5b
@@ -386,12 +393,17 @@ def read_pieces(*args, piece_size: int | None = None, **kwargs) -> Iterator[Bloc
 
 # %% ../nbs/03_parallel_chunking.ipynb #2bc71d51
 _MAX_CHUNK = 32 << 20  # bytes: ranges are planned no longer than this
+_CHUNK_PER_WORKER = 2 << 20  # ... nor longer than this many bytes per worker: 4 MiB for two, 32 MiB from sixteen
+
+def _range_count(size: int, workers: int, min_chunk_size: int) -> int:
+    "How many ranges `_plan_ranges` cuts a file of `size` bytes into for `workers` processes."
+    longest = min(_MAX_CHUNK, _CHUNK_PER_WORKER * workers)
+    n = 1 if workers == 1 else workers * max(4, ceil(size / longest / workers))  # ranges of about equal size: a multiple of the workers
+    return max(1, min(n, size // min_chunk_size))
 
 def _plan_ranges(f: BinaryIO, size: int, workers: int, cutter: _Cutter, min_chunk_size: int) -> list[tuple[int, int]]:
     "Byte ranges `[start, end)` covering the file, cut only at safe cuts."
-    n = 1 if workers == 1 else workers * max(4, ceil(size / _MAX_CHUNK / workers))  # ranges of about equal size: a multiple of the workers
-    n = max(1, min(n, size // min_chunk_size))
-    bounds = _snap_bounds(f, size, n, cutter)
+    bounds = _snap_bounds(f, size, _range_count(size, workers, min_chunk_size), cutter)
     return list(zip(bounds, bounds[1:]))
 
 # %% ../nbs/03_parallel_chunking.ipynb #c84ecd80
@@ -780,10 +792,8 @@ def _packed(fn: Callable, *args) -> tuple:
 def packed(self: _Tally) -> tuple[bytes, array, array]:
     "`_pack(self.result())`; on the array path straight from the tally's rows, with no counter in between (the tally is emptied)."
     if not self.array: return _pack(self.result())
-    index, n = self.index, len(self.index)
-    out = b"".join(index), array("I", map(len, index)), array("Q", self.totals[:n].astype(np.uint64).tobytes())
-    self.index, self.totals = {}, np.zeros(1 << 12, np.int64)
-    return out
+    index, totals = self._take_rows()
+    return b"".join(index), array("I", map(len, index)), array("Q", totals.astype(np.uint64).tobytes())
 
 def _packed_range(*args) -> tuple:
     "`_count_range(*args)` with its counts packed: the task a worker runs for a range of a file."

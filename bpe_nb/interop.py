@@ -618,7 +618,8 @@ class RanksTokenizer(Tokenizer):
                 ):
         load_speedups("encoder")
         check_pattern(pattern)
-        self._rank_of, self._offset, self._path, self._merges, self._slices = ranks, offset, path, None, slices
+        self._rank_of, self._offset, self._path, self._slices = ranks, offset, path, slices
+        self._merges = self._hf_merges = None  # worked out on first use (`merges`, `hf_merges`)
         self.vocab = {r + offset: b for b, r in ranks.items()}
         self._ids = ids = {b: r + offset for b, r in ranks.items()}  # a pre-token that is a token is that token
         missing = [x for x in range(256) if SINGLE_BYTES[x] not in ids]
@@ -688,7 +689,7 @@ class RanksTokenizer(Tokenizer):
 
     def hf_merges(self) -> tuple[list[tuple[bytes, bytes]], bool]:
         "The merges of an HF `tokenizer.json` that gives tiktoken's ids, and whether it needs `ignore_merges` (`hf_document`): `merges` if the ranks have a merge list, else every split of each token into two tokens, in rank order."
-        if getattr(self, "_hf_merges", None) is None:  # worked out once: recovering merges that fail costs as much as ones that succeed
+        if self._hf_merges is None:  # worked out once: recovering merges that fail costs as much as ones that succeed
             try: self._hf_merges = self.merges, False
             except ValueError:  # (an `ArtifactError` too) tokens tiktoken reaches only as a whole pre-token, or builds from other parts inside longer ones
                 self._hf_merges = _every_split(self._rank_of), True
