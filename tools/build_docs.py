@@ -296,11 +296,30 @@ def _headings_unlinked(md: str) -> str:
 RAW_ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
 
 
+def _headings(md: str) -> list[str]:
+    "The text of each heading of `md`, without its markup."
+    return [re.sub(r"[`*]", "", line.lstrip("#")).strip() for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)]
+
+
+def _raw_ids(md: str) -> set[str]:
+    "The ids of the raw `<a id=\"x\">` anchors of `md`."
+    return {m for _, line, code in _md_lines(md) if not code for m in RAW_ANCHOR.findall(line)}
+
+
 def _heading_ids(md: str) -> set[str]:
     "The anchors of `md`: those Sphinx gives its headings (via `bpe_docs.pandoc_slug`), and raw `<a id=\"x\">` ones."
-    return {pandoc_slug(re.sub(r"[`*]", "", line.lstrip("#")))
-            for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)} | \
-           {m for _, line, code in _md_lines(md) if not code for m in RAW_ANCHOR.findall(line)}
+    return {pandoc_slug(h) for h in _headings(md)} | _raw_ids(md)
+
+
+def _section_ids(md: str) -> set[str]:
+    "The ids the headings of `md` get in the HTML: docutils' `make_id` of their text (`### encode_file` is `encode-file`)."
+    from docutils.nodes import make_id
+    return {make_id(h) for h in _headings(md)}
+
+
+def _drop_anchors(md: str, ids: set[str]) -> str:
+    "`md` without its raw `<a id=\"x\"></a>` anchors whose id is in `ids` (a heading of the page has it: the id once)."
+    return re.sub(r'<a\s+id="([^"]+)"></a>\n?\n?', lambda m: "" if m.group(1) in ids else m.group(0), md)
 
 
 KEEP_CASE = {"alt"}          # directives whose value is text to show, not a flag
@@ -383,9 +402,12 @@ def defined_names(code: str) -> list[str]:
             nm = showdoc_nm(node)
             if not node.name.startswith("_") or node.name.startswith("__"): defs.append(nm)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name) and not n.id.startswith("_"): assigned.append(n.id)
+            todo = list(node.targets if isinstance(node, ast.Assign) else [node.target])
+            while todo:  # names, in tuples too; not the object of `Cls.attr = ...` or `d[k] = ...`, which it only changes
+                t = todo.pop(0)
+                if isinstance(t, (ast.Tuple, ast.List)): todo[:0] = t.elts
+                elif isinstance(t, ast.Starred): todo.insert(0, t.value)
+                elif isinstance(t, ast.Name) and not t.id.startswith("_"): assigned.append(t.id)
     return [*defs, *assigned]
 
 
@@ -403,9 +425,12 @@ def _private(name: str) -> bool:
     return any(part.startswith("_") for part in name.split("."))
 
 
-def _anchor_cell(names: list[str]) -> dict:
+def _anchor_cell(names: list[str],
+                 taken: set[str] | None = None  # ids the page already has (updated): a heading's, or an earlier anchor's, is not repeated
+                ) -> dict:
     "Anchors (the ids `show_doc`'s headings had: `count_pairs`, `tokenizer.encode`) and index entries for the public `names`."
-    ids = dict.fromkeys(pandoc_slug(n) for n in names)
+    ids = [i for i in dict.fromkeys(pandoc_slug(n) for n in names) if taken is None or i not in taken]
+    if taken is not None: taken.update(ids)
     md = "".join(f'<a id="{i}"></a>' for i in ids)
     public = [n for n in dict.fromkeys(names) if not _private(n)]   # genindex lists the public API only
     md += "".join(f"\n\n```{{index}} {n}\n```" for n in public)
@@ -417,10 +442,14 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
     "Make a Quarto-flavoured _proc/ notebook plain for Jupyter Book; return it and its front matter."
     cells, fm = [], {}
     exported = set()        # names defined in `#| exports` cells: their code is shown, so no show_doc block
+    taken, sections = set(), set()  # the HTML ids of the page's headings and raw anchors (an exports cell's anchor repeats none); its headings'
     for c in nb["cells"]:
         if c["cell_type"] == "code":
             opts, code = _directives(_text(c.get("source", "")))
             if _is_exports(opts): exported.update(defined_names(code))
+        elif c["cell_type"] == "markdown":
+            md = _text(c.get("source", ""))
+            sections |= _section_ids(md); taken |= _section_ids(md) | _raw_ids(md)
     for i, c in enumerate(nb["cells"]):
         src = _text(c.get("source", ""))
         if c["cell_type"] == "raw" and i == 0 and src.lstrip().startswith("---"):
@@ -430,7 +459,7 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
             cells.append(_md_cell(head))
         elif c["cell_type"] == "markdown":
             if src.strip() == AUTOGEN: continue
-            cells.append(_md_cell(_markdown(src)))
+            cells.append(_md_cell(_markdown(_drop_anchors(src, sections))))  # (a raw anchor a heading repeats is for the notebook's own view)
         elif c["cell_type"] == "code":
             opts, code = _directives(src)
             outs = c.get("outputs", [])
@@ -442,7 +471,7 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
                 if md.strip(): cells.append(_md_cell(_markdown(_show_doc_md(md))))
                 continue
             if _is_exports(opts):
-                if names := defined_names(code): cells.append(_anchor_cell(names))
+                if (names := defined_names(code)) and (anchors := _anchor_cell(names, taken))["source"]: cells.append(anchors)
                 if _ends_with_docstring(code): outs = [o for o in outs if o.get("output_type") != "execute_result"]
             tags = (["remove-input"] if opts.get("echo") == "false" or not code else
                     ["hide-input"] if "fold" in opts and opts["fold"] not in ("false", "no") else []) + \

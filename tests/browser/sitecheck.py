@@ -11,6 +11,7 @@ each check failing. Chromium and its driver are Debian's (`/usr/bin/chromium`,
 from __future__ import annotations
 
 import configparser, os, re, sys, tempfile, time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -23,7 +24,7 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-dev-shm-usage", "--window-size=1400,1000"]
 WIDTH = 1400                      # the window: ~100-character code lines must fit without scrolling sideways
 CHECKS = ("console", "sidebar", "images", "links", "math", "code", "structure", "offline", "search",
-          "tables", "xrefs", "layout", "groups", "alt", "rawlinks", "wrapping", "widetables")
+          "tables", "xrefs", "layout", "groups", "alt", "rawlinks", "wrapping", "widetables", "ids")
 # Issue 25: the sidebar's three parts, in reading order (a page whose notebook does not exist is left out).
 LEARNER = ["why.html", "00_pretokenize.html", "01_naive_trainer.html", "02_incremental_trainer.html", "04_encoder.html"]
 PRODUCTION = ["00a_array_pretokenize.html", "02a_fast_merge.html", "03_parallel_chunking.html", "03a_training.html", "04a_fast_encoding.html",
@@ -328,6 +329,9 @@ def find_problems(rep: SiteReport,
             if (m := CHAPTER_NUM.match(p)) and pp.parent.name != "solutions" and not text.startswith(m.group(1) + " "):
                 probs["sidebar"].append(f"{name}: sidebar entry {text!r} for {p} is not numbered {m.group(1)}")
         probs["images"] += [f"{name}: image {src} did not load (naturalWidth 0)" for src, w in pg.images if not w]
+        if (html := rep.site / name).is_file():  # an id twice: a link to it lands on the first, and the page is not valid HTML
+            seen = Counter(re.findall(r'\bid="([^"]+)"', html.read_text(encoding="utf-8", errors="replace")))
+            probs["ids"] += [f"{name}: id {i!r} is on the page {n} times" for i, n in seen.items() if n > 1]
         for url in pg.links:
             u = urlparse(url)
             if doc_url and url.startswith(doc_url):

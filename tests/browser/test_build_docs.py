@@ -299,6 +299,28 @@ def test_private_names_keep_their_anchor_but_stay_out_of_the_index():
         assert f'<a id="{anchor}"></a>' in md, anchor
 
 
+def test_defined_names_are_the_names_a_cell_binds():
+    "`Cls.attr = ...` and `d[k] = ...` change an object defined elsewhere: no anchor of theirs (it would repeat the class's)."
+    code = "def f(): pass\nclass C: pass\nC.attr = 0\nd['k'] = 1\nA, (B, *D) = 1, (2, 3, 4)\n_p = 1\nN: int = 3"
+    assert bd.defined_names(code) == ["f", "C", "A", "B", "D", "N"]
+
+
+def test_no_id_twice_on_a_page():
+    "An exports cell's anchor that a heading of the page already has in the HTML is left out, and so is a raw anchor a heading repeats."
+    fold = '#| code-fold: show\n#| code-summary: "Exported source"\n'
+    md = lambda s: {"cell_type": "markdown", "metadata": {}, "source": s}
+    nb = {"cells": [md("## `pretokenize`\n\nSplits.\n\n## `count_pairs`"),  # HTML ids: pretokenize, count-pairs
+                    _code(fold + "def pretokenize(text): return []\ndef count_pairs(words): return {}"),
+                    _code(fold + "def _p(): pass\ncount_pairs.x = 1"),  # a second anchor for `count_pairs`: none
+                    md('<a id="details"></a>\n\n## Details\n\n<a id="kept"></a>\n\nText.')]}
+    out, _ = bd.plain_nb(nb)
+    page = "\n".join("".join(c["source"]) for c in out["cells"])
+    assert '<a id="pretokenize">' not in page and page.count('<a id="count_pairs"></a>') == 1
+    assert "{index} pretokenize" in page and "{index} count_pairs" in page  # both still in the index
+    assert '<a id="details">' not in page and '<a id="kept"></a>' in page and "## Details" in page
+    assert sum(1 for c in out["cells"] if c["cell_type"] == "code") == 2  # both code cells stay; the second has no anchor cell
+
+
 def test_readme_keeps_the_two_commands():
     "Issue 25.8: the two commands moved to the Developing page, but the README (made from index + that section) keeps them."
     import make_readme

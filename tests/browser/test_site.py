@@ -87,6 +87,7 @@ def test_nothing_loaded_from_the_network(problems): assert problems["offline"] =
 def test_no_markdown_table_left_as_text(problems): assert problems["tables"] == []
 def test_no_cross_reference_resolves_to_hash(problems): assert problems["xrefs"] == []
 def test_code_of_100_characters_fits_at_1400_px(problems): assert problems["layout"] == []
+def test_no_id_twice_on_a_page(problems): assert problems["ids"] == []
 
 
 def _strict(ok: bool, msg: str):
@@ -232,6 +233,7 @@ show_doc(pretokenize)</pre></div>
 <p>See [the naive trainer](01_naive_trainer.ipynb#train_naive) for more.</p>
 <pre style="white-space: pre-wrap; overflow-wrap: anywhere">a_very_long_name_that_wraps = 1</pre>
 <table style="display: table; width: 5000px; max-width: none"><tr><td>a table far wider than the column</td></tr></table>
+<a id="twice-on-this-page"></a><a id="twice-on-this-page"></a>
 """
     html = html.replace('<article class="bd-article">', '<article class="bd-article">' + junk, 1)
     html = html.replace("What you will learn", "What you may learn")
@@ -270,6 +272,7 @@ def test_checker_reports_a_broken_site(site, driver, tmp_path):
     assert "[the naive trainer](01_naive_trainer.ipynb" in said["rawlinks"]
     assert "overflow-wrap anywhere" in said["wrapping"] and "a_very_long_name_that_wraps" in said["wrapping"]
     assert "a table far wider than the column" in said["widetables"]
+    assert f"{page}: id 'twice-on-this-page' is on the page 2 times" in said["ids"]
     if "02_incremental_trainer.html" in rep.pages:
         assert "def apply_merge(" in "\n".join(sc.missing_code(rep))
         mod, share, missing = sc.code_coverage(rep)["02_incremental_trainer.html"]
