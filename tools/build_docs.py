@@ -298,7 +298,8 @@ RAW_ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
 
 def _headings(md: str) -> list[str]:
     "The text of each heading of `md`, without its markup."
-    return [re.sub(r"[`*]", "", line.lstrip("#")).strip() for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)]
+    return [re.sub(r"[`*]", "", re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line.lstrip("#"))).strip()  # (nbdev links names: `[f](url)` reads f)
+            for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)]
 
 
 def _raw_ids(md: str) -> set[str]:
