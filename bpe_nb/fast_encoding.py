@@ -114,7 +114,6 @@ def _prepare(self: Tokenizer):
                      and self._shift <= 31 and max(self.vocab) < 1 << 63)
     self._bulk_local, self._rank_arrays = threading.local(), None  # its state per thread; merge tables as arrays
     self._token_keys = None  # the tokens as keys, for tokenizers that encode by tiktoken's rule (`_seed_tokens`)
-    self._chars = None  # the characters that may start as their token, for `_merge_concat` (`_seed_chars`)
 
 # %% ../nbs/04a_fast_encoding.ipynb #b987146a
 _SCAN_MAX = 40  # pre-tokens of at most this many bytes use `merge_scan`, longer ones `merge_heap`
@@ -638,8 +637,6 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint
     nxt = np.broadcast_to(np.arange(1, width + 1), ids.shape).copy()  # where the part at j ends
     prv = np.broadcast_to(np.arange(-1, width - 1), ids.shape).copy()  # where the part before it starts
     alive, going = np.arange(width) < n[:, None], np.ones(len(rows), bool)  # live parts; rows not finished
-    if self._chars is not None and limit is None and trace is None:  # characters that start as their token (below)
-        self._premerge(data, n, ids, rk, nxt, prv, alive, lambda s, size: look(s, size, None), base, none)
     first = np.arange(len(rows)) * width  # each row's first cell: the loop works on flat indices (cheaper than pairs of them)
     fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()  # flat views
     while True:
@@ -980,106 +977,6 @@ def _part_ids(self: Tokenizer, data: bytes  # a part of a cut pre-token, longer 
         if len(data) <= _CACHE_MAX_CHARS: self._cache[data] = ids  # (bytes: no more characters than that)
     return ids
 
-
-# %% ../nbs/04a_fast_encoding.ipynb #chr00002
-class _CharRule(NamedTuple):
-    "What `_premerge` reads, by code point (below 0x10000: characters of two or three bytes) and by the bytes around a character."
-    tok: np.ndarray  # the character's token id (`none`: it is no token, or its bytes alone do not merge into it)
-    top: np.ndarray  # the highest id among the merges that make it from its bytes alone
-    left1: np.ndarray  # by (byte before, first byte): the lowest id of a token that ends with those two bytes
-    left2: np.ndarray  # by (class of the byte before, first two bytes of a character of three): the lowest id of a token ending so
-    right1: np.ndarray  # by (last byte, byte after): the lowest id of a token that starts with those two bytes
-    right2: np.ndarray  # by (class of the byte after, last two bytes of a character of three): the lowest id of a token starting so
-    ends: np.ndarray  # by (class of the byte before, code point): the lowest id of a longer token that ends with the whole character
-    begins: np.ndarray  # by (class of the byte after, code point): the lowest id of a longer token that starts with it
-
-def _byte_class(b: np.ndarray) -> np.ndarray:
-    "0 for an ASCII byte, 1 for a continuation byte (0x80-0xBF), 2 for a lead byte of a longer character."
-    return (b >= 0x80).astype(np.int64) + (b >= 0xC0)
-
-def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids (tiktoken's rule: ids are ranks)
-               none: int  # above every id
-              ) -> _CharRule:
-    "The tables of `_premerge` for these tokens."
-    lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    f = np.frombuffer(bytes(4) + b"".join(tokens) + bytes(4), np.uint8)  # (zeros around: a read past a token's edge is masked by its length)
-    e = np.cumsum(lens) + 4; s = e - lens  # where each token starts and ends in `f`
-    h0, h1, h2, h3 = (f[s + k].astype(np.int64) for k in range(4))  # each token's first four bytes
-    t1, t2, t3, t4 = (f[e - k].astype(np.int64) for k in range(1, 5))  # its last four: t1 the last
-    cont = lambda b: (b & 0xC0) == 0x80
-    lead2, lead3 = lambda b: (b >= 0xC2) & (b < 0xE0), lambda b: (b >= 0xE0) & (b < 0xF0)
-    def least(size, where, key):  # the lowest id of the tokens `where` selects, by `key` of their positions
-        out, i = np.full(size, none, np.int64), np.flatnonzero(where)
-        np.minimum.at(out, key(i), ids[i]); return out
-    pair = least(1 << 16, lens == 2, lambda i: h0[i] << 8 | h1[i])  # the id of each token of two bytes
-    tok, top = np.full(1 << 16, none, np.int64), np.full(1 << 16, none, np.int64)
-    x = np.flatnonzero((lens == 2) & lead2(h0) & cont(h1))  # characters of two bytes: one merge, their own
-    cp = (h0[x] & 0x1F) << 6 | h1[x] & 0x3F
-    tok[cp] = top[cp] = ids[x]
-    x = np.flatnonzero((lens == 3) & lead3(h0) & cont(h1) & cont(h2))  # of three: first the lower of their two pairs, then the token
-    first = np.minimum(pair[h0[x] << 8 | h1[x]], pair[h1[x] << 8 | h2[x]])
-    x, first = x[first < none], first[first < none]
-    cp = (h0[x] & 0x0F) << 12 | (h1[x] & 0x3F) << 6 | h2[x] & 0x3F
-    tok[cp], top[cp] = ids[x], np.maximum(first, ids[x])
-    two, three, more2, more3 = lens >= 2, lens >= 3, lens > 2, lens > 3
-    return _CharRule(tok, top,
-        least(1 << 16, two & (t1 >= 0xC2) & (t1 < 0xF0), lambda i: t2[i] << 8 | t1[i]),  # left1: ends with a character's first byte
-        least(3 << 10, three & lead3(t2) & cont(t1), lambda i: _byte_class(t3[i]) << 10 | (t2[i] & 0x0F) << 6 | t1[i] & 0x3F),  # its first two
-        least(1 << 16, two & cont(h0) & ~cont(h1), lambda i: h0[i] << 8 | h1[i]),  # right1: starts with a character's last byte, then another's
-        least(3 << 12, three & cont(h0) & cont(h1) & ~cont(h2), lambda i: _byte_class(h2[i]) << 12 | (h0[i] & 0x3F) << 6 | h1[i] & 0x3F),
-        np.minimum(least(3 << 16, more2 & lead2(t2) & cont(t1), lambda i: _byte_class(t3[i]) << 16 | (t2[i] & 0x1F) << 6 | t1[i] & 0x3F),
-                   least(3 << 16, more3 & lead3(t3) & cont(t2) & cont(t1),  # ends: with a whole character of two bytes, or three
-                         lambda i: _byte_class(t4[i]) << 16 | (t3[i] & 0x0F) << 12 | (t2[i] & 0x3F) << 6 | t1[i] & 0x3F)),
-        np.minimum(least(3 << 16, more2 & lead2(h0) & cont(h1), lambda i: _byte_class(h2[i]) << 16 | (h0[i] & 0x1F) << 6 | h1[i] & 0x3F),
-                   least(3 << 16, more3 & lead3(h0) & cont(h1) & cont(h2),  # begins: the same at the start
-                         lambda i: _byte_class(h3[i]) << 16 | (h0[i] & 0x0F) << 12 | (h1[i] & 0x3F) << 6 | h2[i] & 0x3F)))
-
-
-# %% ../nbs/04a_fast_encoding.ipynb #chr00006
-@patch
-def _premerge(self: Tokenizer, data: np.ndarray, n: np.ndarray,  # the rows' bytes and lengths, as `_merge_concat` has them
-              ids: np.ndarray, rk: np.ndarray, nxt: np.ndarray, prv: np.ndarray, alive: np.ndarray,  # its parts (updated in place)
-              look: Callable,  # `look(starts, sizes)`: the id of each span of the rows' bytes, `none` if it is no token
-              base: np.ndarray, none: int  # where each row starts in the bytes `look` reads; above every id
-             ) -> int:
-    "Make each character of two or three bytes that `_chars` allows one part, its token, before the rounds; return how many."
-    rule, (rows_n, width) = self._chars, data.shape
-    d = np.zeros(rows_n * width + 4, np.int64); d[:-4] = data.ravel()
-    c = np.flatnonzero((d >= 0xC2) & (d < 0xF0))  # the first bytes of characters of two or three bytes
-    if not len(c): return 0
-    r, j = np.divmod(c, width); L = 2 + (d[c] >= 0xE0); nr = n[r]
-    k = j + L <= nr  # (whole inside its row)
-    c, r, j, L, nr = c[k], r[k], j[k], L[k], nr[k]
-    b0, b1, b2, three = d[c], d[c + 1], d[c + 2], L == 3
-    cp = np.where(three, (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F, (b0 & 0x1F) << 6 | b1 & 0x3F)
-    top, before, after, last = rule.top[cp], d[c - 1], d[c + L], d[c + L - 1]  # (`c - 1` is read only where j > 0)
-    left = np.where(three, np.minimum(rule.left1[before << 8 | b0], rule.left2[_byte_class(before) << 10 | (b0 & 0x0F) << 6 | b1 & 0x3F]),
-                    rule.left1[before << 8 | b0])
-    right = np.where(three, np.minimum(rule.right1[last << 8 | after], rule.right2[_byte_class(after) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F]),
-                     rule.right1[last << 8 | after])
-    left = np.minimum(left, rule.ends[_byte_class(before) << 16 | cp])  # and none holds it whole with its neighbour
-    right = np.minimum(right, rule.begins[_byte_class(after) << 16 | cp])
-    ok = (top < none) & ((j == 0) | (left > top)) & ((j + L == nr) | (right > top))  # no token reaches in from a side with a lower id
-    c, r, j, L, nr, cp = c[ok], r[ok], j[ok], L[ok], nr[ok], cp[ok]
-    if not len(c): return 0
-    fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()
-    fi[c] = rule.tok[cp]; fn[c] = j + L  # one part: its token, ending after its last byte
-    t3 = c[L == 3]
-    fa[c + 1] = fa[t3 + 2] = False; fr[c] = fr[c + 1] = fr[t3 + 2] = none  # its other bytes are no parts, and start no pair
-    inner = np.flatnonzero(j + L < nr)  # characters with a part after them
-    q = (c + L)[inner]; fp[q] = j[inner]
-    starts = np.zeros(rows_n * width + 4, bool); starts[c] = True
-    after_size = np.where(starts[q], 2 + (d[q] >= 0xE0), 1)  # the part after: another such character, or a byte
-    lb = np.flatnonzero(j > 0); lb = lb[fa[c[lb] - 1]]  # characters after a byte that is a part of its own (else after one of these)
-    found = look(np.concatenate((base[r[inner]] + j[inner], base[r[lb]] + j[lb] - 1)), np.concatenate((L[inner] + after_size, L[lb] + 1)))
-    fr[c[inner]], fr[c[lb] - 1] = found[:len(inner)], found[len(inner):]  # the pairs on both sides of each
-    return len(c)
-
-@patch
-def _seed_chars(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id, as `_seed_tokens` took them (call that first)
-               ):
-    "Build `_chars`: `_char_rule` of the tokens, so that `_merge_concat` starts the characters it allows as their token."
-    self._chars = _char_rule(list(ids), np.fromiter(ids.values(), np.int64, len(ids)), int(self._token_keys[1][-1]))
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496
 @patch
