@@ -298,7 +298,7 @@ RAW_ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
 
 def _headings(md: str) -> list[str]:
     "The text of each heading of `md`, without its markup."
-    return [re.sub(r"[`*]", "", re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line.lstrip("#"))).strip()  # (nbdev links names: `[f](url)` reads f)
+    return [re.sub(r"[`*]", "", MD_LINK.sub(r"\1", line.lstrip("#"))).strip()  # (nbdev links names: `[f](url)` reads f, as `_headings_unlinked`)
             for _, line, code in _md_lines(md) if not code and re.match(r"#{1,6} ", line)]
 
 
@@ -450,7 +450,7 @@ def plain_nb(nb: dict,  # a notebook of _proc/, as JSON
             if _is_exports(opts): exported.update(defined_names(code))
         elif c["cell_type"] == "markdown":
             md = _text(c.get("source", ""))
-            sections |= _section_ids(md); taken |= _section_ids(md) | _raw_ids(md)
+            ids = _section_ids(md); sections |= ids; taken |= ids | _raw_ids(md)
     for i, c in enumerate(nb["cells"]):
         src = _text(c.get("source", ""))
         if c["cell_type"] == "raw" and i == 0 and src.lstrip().startswith("---"):
