@@ -202,10 +202,14 @@ class _Pairs:
         for f in self._FIELDS: setattr(self, f, None); self._grow(f, capacity)
 
     def _grow(self, f: str, cap: int):  # field `f` becomes a twin of `cap` entries, the first `n` kept
-        old = getattr(self, f)
-        t, view = _twin(cap, self._FIELDS[f])
-        if old is not None: view[:self.n] = old[:self.n]
-        setattr(self, f + "_a", t); setattr(self, f, view)  # one field at a time: the old array goes before the next grows
+        t, dtype = getattr(self, f + "_a", None), self._FIELDS[f]
+        if t is None: t = _twin(cap, dtype)[0]
+        else:
+            setattr(self, f, None)  # its view goes, so that the array can grow where it is (realloc: no second copy)
+            try: t.extend(array(t.typecode, [0]) * (cap - len(t)))
+            except BufferError:  # someone holds another view: a new array, the old one left as it was
+                new, view = _twin(cap, dtype); view[:self.n] = np.frombuffer(t, dtype)[:self.n]; t = new
+        setattr(self, f + "_a", t); setattr(self, f, np.frombuffer(t, dtype))
 
     def add(self, xs, ys,  # the new pairs' left and right ids
             counts,  # their counts
@@ -215,7 +219,8 @@ class _Pairs:
         "Give the new pairs the next ids and return those ids."
         k, n = len(starts), self.n
         if n + k > len(self.count):  # grow all arrays, by half or more
-            for f in self._FIELDS: self._grow(f, max(n + k, len(self.count) * 3 // 2))
+            cap = max(n + k, len(self.count) * 3 // 2)  # (read once: `count` grows first)
+            for f in self._FIELDS: self._grow(f, cap)
             _trim()  # the old arrays' memory
         s = slice(n, n + k)
         self.count[s], self.x[s], self.y[s], self.lo[s] = counts, xs, ys, starts
@@ -237,7 +242,8 @@ def compact(self: _Pairs,
             least: int = 1 << 12  # only batches listing at least this many positions (the small ones hold few)
            ) -> None:
     "Keep in each batch only the positions that still start their pair (`pid[p] == k`)."
-    for j, positions in enumerate(self.batches):
+    for j in range(len(self.batches)):  # (by index: an `enumerate` would hold on to each array)
+        positions = self.batches[j]
         if not isinstance(positions, np.ndarray) or len(positions) < least: continue
         k0 = self.first[j]; k1 = self.first[j + 1] if j + 1 < len(self.first) else self.n
         lo, hi = self.lo[k0:k1], self.hi[k0:k1]
@@ -253,7 +259,10 @@ def compact(self: _Pairs,
         ends = np.cumsum(per_pair)
         self.listed += kept - len(positions)
         lo[:], hi[:] = ends - per_pair, ends
-        self.batches[j] = positions[:kept].copy()  # its own memory: the old array goes
+        chunk = self.batches[j] = None  # only `positions` holds the array now, so it can shrink where it is
+        try: positions.resize(kept)  # the tail goes back to the heap: no copy beside it
+        except ValueError: positions = positions[:kept].copy()  # a view of it is alive: a copy, and the old array goes
+        self.batches[j] = positions
 
 # %% ../nbs/02a_fast_merge.ipynb #wts00002
 class _Weights:
@@ -338,20 +347,19 @@ def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
     return ids
 
 # %% ../nbs/02a_fast_merge.ipynb #lnk00002
-def _link(n: int  # positions in the flat array
+def _link(n: int,  # positions in the flat array
+          dtype=np.int32  # int16 when every pre-token is shorter than 2**15 positions
          ) -> tuple[array, np.ndarray]:
-    "The twin of `link` for `n` positions, each its own token: `link[i] = i`."
-    t, v = _twin(n)
-    v.fill(1); np.cumsum(v, out=v); v -= 1  # 0, 1, ..., n - 1, counted up in place
-    return t, v
+    "The twin of `link` for `n` positions, each its own token: every span 0."
+    return _twin(n, dtype)
 
 def _nxt(link: np.ndarray, P: np.ndarray) -> np.ndarray:
     "`nxt[P]` read from `link`, for positions `P` that start tokens: one past each token's last position."
-    return np.maximum(link[P], P) + 1
+    return P + link[P] + 1
 
 def _prv(link: np.ndarray, P: np.ndarray) -> np.ndarray:
     "`prv[P]` read from `link`, for positions `P` that start tokens: where the token before each one starts."
-    return np.minimum(link[P - 1], P - 1)
+    return P - 1 - link[P - 1]
 
 
 # %% ../nbs/02a_fast_merge.ipynb #3916b17b
@@ -372,9 +380,9 @@ def _merge_ids(k: int,  # the id of the pair being merged
         cont = P[np.minimum(np.searchsorted(P, before), len(P) - 1)] == before
         first = np.flatnonzero(~cont)
         P = P[(np.arange(len(P)) - first[np.cumsum(~cont) - 1]) % 2 == 0]
-    Q = _nxt(link, P); E = np.maximum(link[Q], Q); R = E + 1  # the second token ends at E
+    Q = _nxt(link, P); E = Q + link[Q]; R = E + 1  # the second token ends at E
     left, right = pid[_prv(link, P)], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
-    sym[P] = new; sym[Q] = _DEAD; link[P] = E; link[E] = P  # rewrite: one token from P to E
+    sym[P] = new; sym[Q] = _DEAD; link[P] = link[E] = E - P  # rewrite: one token from P to E
     wt, L = w[P].astype(np.int64, copy=False), _prv(link, P)  # counts are summed in 64 bits
     x, y = sym[L], sym[R]
     ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
@@ -407,8 +415,8 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
                      pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
                     ) -> np.ndarray | None:
     "`_merge_ids` one site at a time, in Python: for a pair listed at few positions."
-    nxt = lambda p: max(link[p], p) + 1  # `_nxt` and `_prv` for one position
-    prv = lambda p: min(link[p - 1], p - 1)
+    nxt = lambda p: p + link[p] + 1  # `_nxt` and `_prv` for one position
+    prv = lambda p: p - 1 - link[p - 1]
     sites = []
     P = pairs.sites(k)
     for p in sorted(P if isinstance(P, list) else P.tolist()):  # ints, not NumPy scalars
@@ -421,7 +429,7 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
         gone[k] += n
     for p in sites:  # rewrite: one token from p to e
         q = nxt(p); e = nxt(q) - 1
-        sym[p] = new; sym[q] = _DEAD; link[p] = e; link[e] = p; pid[q] = pid[p] = -1
+        sym[p] = new; sym[q] = _DEAD; link[p] = link[e] = e - p; pid[q] = pid[p] = -1
     count = pairs.count_a  # Python ints
     for g, n in gone.items(): count[g] -= n
     if count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
@@ -516,7 +524,8 @@ def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples 
     pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
     ids = _index_ids(sym, w, pairs, pid); _trim()  # before the links: its temporaries and the links never coexist
-    link_a, link = _link(len(sym))
+    short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
+    link_a, link = _link(len(sym), np.int16 if short else np.int32)
     heap = _Candidates(run, pairs, ids)
     limit = pairs.listed * 3 // 2  # compact when the batches list half again the positions they did after the last compaction
     while len(run.merges) < run.planned:

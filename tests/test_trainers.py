@@ -405,6 +405,21 @@ def test_fast_ids_past_the_surrogate_block():
         assert fast_with(small, counts, 80_000) == simple
 
 
+def test_fast_spans_past_16_bits(monkeypatch):
+    "A pre-token of 2**15 positions or more: `link` holds 32-bit spans (a token of 65,536 bytes forms here), and the merges stay exact."
+    import numpy as np
+    counts = Counter({b"a" * 70_000: 1, b"ab" * 40: 3, b"ba": 5})
+    simple = train_quiet(train_incremental_simple, counts, 256 + 40)
+    assert any(len(t) == 65_536 for t in simple.vocab.values())  # a span of 65,535: past int16
+    widths, real = [], fast_merge._link
+    monkeypatch.setattr(fast_merge, "_link", lambda n, dtype: (widths.append(np.dtype(dtype)), real(n, dtype))[1])
+    for small in (0, fast_merge._SMALL_MERGE, 10**9):
+        assert fast_with(small, counts, 256 + 40) == simple
+    assert widths == [np.dtype(np.int32)] * 3
+    fast_with(0, Counter({b"a" * 32_767: 1}), 256 + 20)  # the longest pre-token with 16-bit spans
+    assert widths[-1] == np.dtype(np.int16)
+
+
 def test_fast_restores_the_garbage_collector():
     import gc
     assert gc.isenabled()
@@ -429,12 +444,12 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     real_index, real_link, real_flat, real_small = fast_merge._index_ids, fast_merge._link, fast_merge._merge_ids, fast_merge._merge_ids_small
     def index(sym, w, pairs, pid):
         arrays.update(sym=sym, w=w, pairs=pairs, pid=pid); return real_index(sym, w, pairs, pid)
-    def link(n):
-        la, lv = real_link(n); arrays.update(link=lv); return la, lv
+    def link(n, *dtype):
+        la, lv = real_link(n, *dtype); arrays.update(link=lv); return la, lv
     def check():
         sym, pid, link = (arrays[k].tolist() for k in ("sym", "pid", "link"))
-        nxt = lambda p: max(link[p], p) + 1  # the linked list, read from `link` (at tokens' starts)
-        prv = lambda p: min(link[p - 1], p - 1)
+        nxt = lambda p: p + link[p] + 1  # the linked list, read from `link`'s spans (at tokens' starts)
+        prv = lambda p: p - 1 - link[p - 1]
         w = arrays["w"][np.arange(len(sym))].tolist()  # `_Weights`: each position's count, looked up
         t = arrays["pairs"]
         live, sites = Counter(), {}
