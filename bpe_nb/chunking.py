@@ -34,6 +34,7 @@ from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PR
                                  check_pattern, compile_pattern, special_alternation, special_pattern)
 from .naive import BPEModel, TrainingRun, ProgressBar, train_naive
 from .incremental import train_incremental
+from .fast_merge import _trim
 
 # %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
 import regex
@@ -352,6 +353,18 @@ def _read_blocks(path, start: int, end: int, cutter: _Cutter, errors: str, block
             done, buf = done + cut, buf[cut:]
             grow, scanned = False, hi - cut  # `cut` was the last safe cut before `hi`
 
+# %% ../nbs/03_parallel_chunking.ipynb #trm03002
+_TRIM_BYTES = 1 << 23  # bytes of text counted between two returns of the heap's free memory
+_untrimmed = 0  # bytes counted in this process since the last one
+
+def _trim_every(size: int  # bytes of text just counted
+               ):
+    "Return the C heap's free memory to the system (`_trim`) once per `_TRIM_BYTES` of text counted in this process."
+    global _untrimmed
+    _untrimmed += size
+    if _untrimmed >= _TRIM_BYTES: _untrimmed = 0; _trim()
+
+
 # %% ../nbs/03_parallel_chunking.ipynb #28ed94cd
 def _count_range(path: str,  # the file (every worker must be able to open it)
                  start: int,  # first byte of the range: a safe cut
@@ -370,6 +383,7 @@ def _count_range(path: str,  # the file (every worker must be able to open it)
                              hasher=hasher):
         tally.add(block.text, block.offset)
         if report is not None: report(block.size)
+        _trim_every(block.size)
     return tally.packed() if pack else tally.result(), tally.specials
 
 # %% ../nbs/03_parallel_chunking.ipynb #495a809c
@@ -508,7 +522,9 @@ def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
     "Count the pre-tokens of one chunk of a document stream; also return the special tokens seen."
     tally = _Tally(special_tokens, pattern, source="the joined documents")
     tally.add(data.decode("utf-8"), offset)
-    return tally.result(), tally.specials
+    out = tally.result(), tally.specials
+    _trim_every(len(data))  # (the chunk's temporaries are gone by now)
+    return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #84b996d0
 def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: str, workers: int | None,
