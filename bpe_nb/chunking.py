@@ -34,7 +34,7 @@ from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PR
                                  check_pattern, compile_pattern, special_alternation, special_pattern)
 from .naive import BPEModel, TrainingRun, ProgressBar, train_naive
 from .incremental import train_incremental
-from .fast_merge import _trim
+from .fast_merge import trim_heap
 
 # %% ../nbs/03_parallel_chunking.ipynb #57fb77e7
 import regex
@@ -359,10 +359,10 @@ _untrimmed = 0  # bytes counted in this process since the last one
 
 def _trim_every(size: int  # bytes of text just counted
                ):
-    "Return the C heap's free memory to the system (`_trim`) once per `_TRIM_BYTES` of text counted in this process."
+    "Return the C heap's free memory to the system (`trim_heap`) once per `_TRIM_BYTES` of text counted in this process."
     global _untrimmed
     _untrimmed += size
-    if _untrimmed >= _TRIM_BYTES: _untrimmed = 0; _trim()
+    if _untrimmed >= _TRIM_BYTES: _untrimmed %= _TRIM_BYTES; trim_heap()
 
 
 # %% ../nbs/03_parallel_chunking.ipynb #28ed94cd
@@ -523,7 +523,8 @@ def _count_chunk(data: bytes,  # UTF-8 bytes that start and end at safe cuts
     tally = _Tally(special_tokens, pattern, source="the joined documents")
     tally.add(data.decode("utf-8"), offset)
     out = tally.result(), tally.specials
-    _trim_every(len(data))  # (the chunk's temporaries are gone by now)
+    del tally  # (with the chunk's temporaries: the heap's free memory can go back)
+    _trim_every(len(data))
     return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #84b996d0

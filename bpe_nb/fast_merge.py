@@ -4,7 +4,7 @@
 
 # %% ../nbs/02a_fast_merge.ipynb #82a676cc
 from __future__ import annotations
-import ctypes, ctypes.util, gc
+import ctypes, gc, sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -15,7 +15,7 @@ from operator import neg
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['train_incremental_fast', 'fast_merge_loop']
+__all__ = ['trim_heap', 'train_incremental_fast', 'fast_merge_loop']
 
 # %% ../nbs/02a_fast_merge.ipynb #53f815fb
 import numpy as np
@@ -180,13 +180,18 @@ def _apply_merge_small(pair: tuple[int, int],  # the pair being merged
     return delta
 
 # %% ../nbs/02a_fast_merge.ipynb #trm00002
-def _trim() -> None:
-    "Return the C heap's free memory to the system (glibc's `malloc_trim`), where the C library has it."
+def trim_heap() -> None:
+    "Return the C heap's free memory to the system (glibc's `malloc_trim`), where the C library has it; elsewhere do nothing."
     global _malloc_trim
-    if _malloc_trim is None:
-        try: _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError, TypeError): _malloc_trim = False  # not glibc: nothing to call
+    if _malloc_trim is None: _malloc_trim = _find_malloc_trim()
     if _malloc_trim: _malloc_trim(0)
+
+def _find_malloc_trim():
+    "glibc's `malloc_trim`, or False: among the symbols already loaded, else in `libc.so.6` (no `find_library`: it starts a process)."
+    for lib in (None, "libc.so.6"):
+        try: return ctypes.CDLL(lib).malloc_trim
+        except (OSError, AttributeError, TypeError): continue  # not there; not glibc; not a platform with `dlopen(NULL)`
+    return False
 
 _malloc_trim = None  # the C function, once looked up (False: there is none)
 
@@ -221,7 +226,7 @@ class _Pairs:
         if n + k > len(self.count):  # grow all arrays, by half or more
             cap = max(n + k, len(self.count) * 3 // 2)  # (read once: `count` grows first)
             for f in self._FIELDS: self._grow(f, cap)
-            _trim()  # the old arrays' memory
+            trim_heap()  # the old arrays' memory
         s = slice(n, n + k)
         self.count[s], self.x[s], self.y[s], self.lo[s] = counts, xs, ys, starts
         if k: self.hi[n:n + k - 1], self.hi[n + k - 1] = starts[1:], len(positions)
@@ -235,6 +240,7 @@ class _Pairs:
 
 # %% ../nbs/02a_fast_merge.ipynb #cmp00002
 _CHUNK = 1 << 18  # positions per step of `compact` and of the initial index: their temporaries stay a few MB
+_RESIZE_CHECKED = sys.version_info < (3, 14)  # `ndarray.resize` sees every view of the array (numpy#30265: not always on 3.14)
 
 @patch
 def compact(self: _Pairs,
@@ -260,7 +266,9 @@ def compact(self: _Pairs,
         self.listed += kept - len(positions)
         lo[:], hi[:] = ends - per_pair, ends
         chunk = self.batches[j] = None  # only `positions` holds the array now, so it can shrink where it is
-        try: positions.resize(kept)  # the tail goes back to the heap: no copy beside it
+        try:
+            if not _RESIZE_CHECKED: raise ValueError  # (the check below might miss a view: copy)
+            positions.resize(kept)  # the tail goes back to the heap: no copy beside it
         except ValueError: positions = positions[:kept].copy()  # a view of it is alive: a copy, and the old array goes
         self.batches[j] = positions
 
@@ -366,7 +374,7 @@ def _prv(link: np.ndarray, P: np.ndarray) -> np.ndarray:
 def _merge_ids(k: int,  # the id of the pair being merged
                a: int, b: int,  # the pair
                new: int,  # its new token id
-               sym: np.ndarray, link: np.ndarray,  # the symbols and the tokens' ends (updated)
+               sym: np.ndarray, link: np.ndarray,  # the symbols and the tokens' spans (updated)
                w,  # the count of each position's pre-token: an array, or `_Weights`
                pid: np.ndarray,  # the pair id at each position (updated)
                pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
@@ -409,7 +417,7 @@ def _merge_ids(k: int,  # the id of the pair being merged
 def _merge_ids_small(k: int,  # the id of the pair being merged
                      a: int, b: int,  # the pair
                      new: int,  # its new token id
-                     sym: array, link: array,  # the symbols and the tokens' ends, as `array.array`s (updated)
+                     sym: array, link: array,  # the symbols and the tokens' spans, as `array.array`s (updated)
                      w,  # the count of each position's pre-token: an `array.array`, or `_Weights`
                      pid: array,  # the pair id at each position (updated)
                      pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
@@ -520,10 +528,10 @@ def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples 
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
     small_ids = len(run.vocab) + run.planned <= 2**15  # every id fits 16 bits: `sym` takes 2 bytes per position
     (sym_a, sym), w = _flatten_run(run, np.int16 if small_ids else np.int32)
-    run.pretokens = None; _trim()  # the arrays hold them now
+    run.pretokens = None; trim_heap()  # the arrays hold them now
     pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
-    ids = _index_ids(sym, w, pairs, pid); _trim()  # before the links: its temporaries and the links never coexist
+    ids = _index_ids(sym, w, pairs, pid); trim_heap()  # before the links: its temporaries and the links never coexist
     short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
     link_a, link = _link(len(sym), np.int16 if short else np.int32)
     heap = _Candidates(run, pairs, ids)
@@ -537,7 +545,7 @@ def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples 
         if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, link_a, w, pid_a, pairs)
         else: ids = _merge_ids(k, a, b, new, sym, link, w, pid, pairs)
         heap.add(ids)
-        if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); _trim(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
+        if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); trim_heap(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
 
 def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                            vocab_size: int,  # total size: 256 bytes + merges + special tokens

@@ -268,6 +268,21 @@ def test_workers_read_their_range_in_blocks(tinystories_sample):
     assert sum(sizes) == size and len(sizes) > size // 8192 and max(sizes) <= 4096
 
 
+def test_counting_hands_freed_heap_back_as_it_goes(monkeypatch, tinystories_sample, sample_text):
+    "A file counted in-process and a document stream counted in-process both call `trim_heap` every `_TRIM_BYTES` of text (chapter 03, Freed memory goes back)."
+    calls = []
+    monkeypatch.setattr(chunking, "trim_heap", lambda: calls.append(1))
+    monkeypatch.setattr(chunking, "_TRIM_BYTES", 1 << 16)
+    monkeypatch.setattr(chunking, "_untrimmed", 0)
+    size = tinystories_sample.stat().st_size
+    counts, _ = chunking.count_file(tinystories_sample, (EOT,), workers=1, block_size=1 << 14)
+    assert len(calls) == size >> 16 and counts == count_pretokens(sample_text, [EOT])
+    calls.clear()
+    docs = sample_text.split(EOT)
+    streamed, _ = chunking.count_documents(docs, (EOT,), workers=1, chunk_size=1 << 17)
+    assert len(calls) >= size >> 17 and streamed == counts  # (a chunk of 128 KiB: one trim covers it)
+
+
 def test_a_stretch_without_safe_cuts_is_read_in_linear_time(tmp_path, monkeypatch):
     # Unspaced CJK lines and no special token: no safe cut for 300 kB. The buffer must grow geometrically
     # (a handful of reads, not size / block_size) and each look must search only the bytes not searched yet.

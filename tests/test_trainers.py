@@ -416,8 +416,20 @@ def test_fast_spans_past_16_bits(monkeypatch):
     for small in (0, fast_merge._SMALL_MERGE, 10**9):
         assert fast_with(small, counts, 256 + 40) == simple
     assert widths == [np.dtype(np.int32)] * 3
-    fast_with(0, Counter({b"a" * 32_767: 1}), 256 + 20)  # the longest pre-token with 16-bit spans
-    assert widths[-1] == np.dtype(np.int16)
+    for n, width in ((32_767, np.int16), (32_768, np.int32)):  # the longest pre-token with 16-bit spans, and one more
+        counts = Counter({b"a" * n: 1, b"ab" * 40: 3})
+        simple = train_quiet(train_incremental_simple, counts, 256 + 40)
+        assert max(map(len, simple.vocab.values())) == n  # the whole pre-token becomes one token: a span of n - 1
+        assert fast_with(0, counts, 256 + 40) == simple and widths[-1] == np.dtype(width)
+
+
+def test_trim_heap_starts_no_process():
+    "`trim_heap` finds glibc's call without `ctypes.util.find_library`, which runs `ldconfig` in a child process: a child of a large process that a benchmark's `RUSAGE_CHILDREN` would count at the parent's size."
+    import subprocess, sys
+    code = ("import resource, numpy as np\nfrom bpe_nb.fast_merge import trim_heap\nbig = np.ones(10**7)\n"
+            "trim_heap(); trim_heap()\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0"
 
 
 def test_fast_restores_the_garbage_collector():
@@ -476,6 +488,7 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     monkeypatch.setattr(fast_merge, "_merge_ids", merged(real_flat))
     monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
+    monkeypatch.setattr(fast_merge._Pairs.__init__, "__defaults__", (2,))  # the pair table grows during the loop
     monkeypatch.setattr(fast_merge, "_COMPACT_FLOOR", 0)  # compact whenever the batches grew by half, every batch
     monkeypatch.setattr(fast_merge, "_COMPACT_LEAST", 0)
     real_compact, compactions = fast_merge._Pairs.compact, []
