@@ -164,7 +164,7 @@ class VocabAnalysis:
 # %% ../nbs/04c_vocabulary_analysis.ipynb #4c311c14
 _GROUP = 1 << 22  # characters of in-memory texts encoded in one `encode_batch` call
 
-class _Tally:
+class _UseTally:
     "What `analyze` adds up: how often each id was produced, and the bytes and words of the texts."
     def __init__(self, size: int):
         self.counts, self.n_bytes, self.n_words = np.zeros(size, np.int64), 0, 0
@@ -179,7 +179,7 @@ class _Tally:
         try: self.n_bytes += len(text.encode("utf-8"))
         except UnicodeEncodeError: self.n_bytes += len(replace_surrogates(text).encode("utf-8"))
 
-def _file_blocks(path: os.PathLike, tally: _Tally) -> Iterator[str]:
+def _file_blocks(path: os.PathLike, tally: _UseTally) -> Iterator[str]:
     "The text of the UTF-8 file `path` a block at a time, added to `tally`; invalid UTF-8 names the file and the offset."
     dec, pos, after_word = codecs.getincrementaldecoder("utf-8")(), 0, False
     with open(path, "rb") as f:
@@ -205,7 +205,7 @@ def analyze(tokenizer: Tokenizer,  # the tokenizer to measure
            ) -> VocabAnalysis:
     "Measure `tokenizer` on `texts`: bytes per token, tokens per word, unused and unreachable ids, token lengths."
     special = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
-    tally, group, size = _Tally(max(tokenizer.vocab) + 1), [], 0
+    tally, group, size = _UseTally(max(tokenizer.vocab) + 1), [], 0
     def encode_group():
         if group: tally.add_ids(chain.from_iterable(tokenizer.encode_batch(group, **special)))
         group.clear()
@@ -221,7 +221,7 @@ def analyze(tokenizer: Tokenizer,  # the tokenizer to measure
     return _result(tokenizer, tally, name)
 
 # %% ../nbs/04c_vocabulary_analysis.ipynb #4c664231
-def _result(tokenizer: Tokenizer, tally: _Tally, name: str | None) -> VocabAnalysis:
+def _result(tokenizer: Tokenizer, tally: _UseTally, name: str | None) -> VocabAnalysis:
     "The `VocabAnalysis` of the counts in `tally`."
     ordinary = np.array(ordinary_ids(tokenizer), dtype=np.int64)
     used = tally.counts[ordinary]

@@ -224,7 +224,7 @@ class _Pairs:
         "Give the new pairs the next ids and return those ids."
         k, n = len(starts), self.n
         if n + k > len(self.count):  # grow all arrays, by half or more
-            cap = max(n + k, len(self.count) * 3 // 2)  # (read once: `count` grows first)
+            cap = max(n + k, len(self.count) * 3 // 2)  # (computed once: `len(self.count)` changes when `count` has grown)
             for f in self._FIELDS: self._grow(f, cap)
             trim_heap()  # the old arrays' memory
         s = slice(n, n + k)
