@@ -266,11 +266,11 @@ def compact(self: _Pairs,
         self.listed += kept - len(positions)
         lo[:], hi[:] = ends - per_pair, ends
         chunk = self.batches[j] = None  # only `positions` holds the array now, so it can shrink where it is
-        try:
-            if not _RESIZE_CHECKED: raise ValueError  # (the check below might miss a view: copy)
-            positions.resize(kept)  # the tail goes back to the heap: no copy beside it
-        except ValueError: positions = positions[:kept].copy()  # a view of it is alive: a copy, and the old array goes
-        self.batches[j] = positions
+        shrunk = False
+        if _RESIZE_CHECKED:  # (elsewhere numpy's check might miss a view: always a copy)
+            try: positions.resize(kept); shrunk = True  # the tail goes back to the heap: no copy beside it
+            except ValueError: pass  # a view of it is alive
+        self.batches[j] = positions if shrunk else positions[:kept].copy()  # a copy's own memory: the old array goes
 
 # %% ../nbs/02a_fast_merge.ipynb #wts00002
 class _Weights:
