@@ -590,15 +590,15 @@ def _met_rows(self: Tokenizer, raw: bytes, new: np.ndarray,  # the block's text,
     tok, other = np.flatnonzero(row >= 0), np.flatnonzero(row < 0)
     if not len(other): return vals[row], np.ones(len(new), np.int64)  # all tokens
     at, size = starts[new[other]], lens[new[other]]  # no token, so no shortcut to try: merged in full
-    if len(other) >= _CONCAT_MIN: merged = self._merge_concat(_padded_rows(b, at, size), size, whole=False, flat=True)
+    if len(other) >= _CONCAT_MIN: merged = self._merge_concat(b, at, size, whole=False, flat=True)
     else: merged = _flat([self._merge_bytes(raw[i:j]) for i, j in zip(at.tolist(), (at + size).tolist())])  # a few: one by one is faster
     return _flat_rows([(tok, vals[row[tok]], np.ones(len(tok), np.int64)), (other, *merged)], len(new))
 
 
 # %% ../nbs/04a_fast_encoding.ipynb #cold0003
 @patch
-def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint8: their bytes, then any padding (a round per merge: keep width small)
-                  lens: np.ndarray,  # the length of each, from 1 to width
+def _merge_concat(self: Tokenizer, b: np.ndarray,  # uint8: the pre-tokens' bytes (other bytes may lie between them)
+                  at: np.ndarray, lens: np.ndarray,  # where each pre-token starts in `b`; its length (at least 1; a round per merge)
                   limit: np.ndarray | None = None,  # per row: only tokens of a lower id merge (chapter 05a's merge recovery)
                   trace: list | None = None,  # if given, each round appends `(rows, merged ids, left ids, right ids)`
                   whole: bool | np.ndarray = True,  # tiktoken's shortcut: a pre-token that is a token is that token (False, per row or for all: merge it all the same)
@@ -607,64 +607,66 @@ def _merge_concat(self: Tokenizer, data: np.ndarray,  # (pre-tokens, width) uint
     "tiktoken's rule on many pre-tokens at once (`_seed_tokens` first): each round merges, in every row, the adjacent parts whose concatenation is the lowest id."
     table, vals, pair, byte_ids, long_ids = self._token_keys
     none = int(vals[-1])  # above every id: no token
-    rows_n, width = data.shape
-    pad = np.zeros((rows_n, width + 16), np.uint8); pad[:, :width] = data  # each row's bytes, then zeros
-    pb = pad.ravel()
-    w = _view8(pb)  # w[i]: the 8 bytes from byte i (a view: no copy of 8 bytes per byte, which merge recovery would pay on every token)
-    def look(s, size, lim):  # the id of each span of `size` bytes from byte `s` of `pad`, `none` if it is no token (below `lim`)
+    rows_n, at, lens = len(lens), np.asarray(at, np.int64), np.asarray(lens, np.int64)
+    w = _view8(b)  # w[i]: the 8 bytes from byte i (a view: no copy of 8 bytes per byte, which merge recovery would pay on every token)
+    wide = rows_n > 0 and int(lens.max()) > _KEY_BYTES
+    def look(s, size, lim):  # the id of each span of `size` bytes from byte `s` of `b`, `none` if it is no token (below `lim`)
         found = vals[table.get(*_span_keys(w, s, size))]
-        if width > _KEY_BYTES and len(big := np.flatnonzero((size > _KEY_BYTES) & (found < none))):  # a shared key: the bytes decide
-            found[big] = [long_ids.get(pb[a:a + k].tobytes(), none) for a, k in zip(s[big].tolist(), size[big].tolist())]
+        if wide and len(big := np.flatnonzero((size > _KEY_BYTES) & (found < none))):  # a shared key: the bytes decide
+            found[big] = [long_ids.get(b[a:a + k].tobytes(), none) for a, k in zip(s[big].tolist(), size[big].tolist())]
         if limit is not None: found[found >= lim] = none
         return found
-    base, rows, finished = np.arange(rows_n, dtype=np.int64) * (width + 16), np.arange(rows_n), []
+    rows, finished = np.arange(rows_n), []
     lim = np.full(rows_n, none, np.int64) if limit is None else np.asarray(limit, np.int64)
     def result():
         ids, counts = _flat_rows(finished, rows_n)
         return (ids, counts) if flat else _seqs(ids, counts)
     if whole is not False:  # (False for all: no row is a token, or none may take the shortcut)
-        known = look(base, lens.astype(np.int64), lim)
+        known = look(at, lens, lim)
         known[~np.broadcast_to(whole, rows_n)] = none  # a part of a pre-token: no shortcut
         one = np.flatnonzero(known < none)
         finished.append((one, known[one], np.ones(len(one), np.int64)))
         rows = np.flatnonzero(known == none)
     if not len(rows): return result()
-    data, n, base, lim = data[rows], lens[rows].astype(np.int64), base[rows], lim[rows]
-    ids = byte_ids[data]  # the parts, each at the position where it starts: none move, merged-away ones are dead
-    rk = np.full(ids.shape, none, np.int64)  # rk[:, j]: the id of the part at j and the next one, concatenated
-    rk[:, :-1] = pair[data[:, :-1].astype(np.int64) << 8 | data[:, 1:]]
-    rk[(rk < 0) | (rk >= lim[:, None]) | (np.arange(width) >= (n - 1)[:, None])] = none  # past a row's end: no pair
-    nxt = np.broadcast_to(np.arange(1, width + 1), ids.shape).copy()  # where the part at j ends
-    prv = np.broadcast_to(np.arange(-1, width - 1), ids.shape).copy()  # where the part before it starts
-    alive, going = np.arange(width) < n[:, None], np.ones(len(rows), bool)  # live parts; rows not finished
-    first = np.arange(len(rows)) * width  # each row's first cell: the loop works on flat indices (cheaper than pairs of them)
-    fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()  # flat views
+    n, bs, lim = lens[rows], at[rows], lim[rows]  # the rows to merge: their lengths, where their bytes start, limits
+    first = np.cumsum(n) - n  # each row's first cell: the rows' cells one after another, a cell per byte
+    j = np.arange(int(n.sum())) - np.repeat(first, n)  # each cell's place in its row
+    by = b[np.repeat(bs, n) + j]
+    tid = byte_ids[by]  # the parts, each at the cell where it starts: none move, merged-away ones are dead
+    rk = pair[by.astype(np.int64) << 8 | np.append(by[1:], 0)]  # the id of the part at a cell and the next one, concatenated
+    rk[first + n - 1] = none  # a row's last cell: no pair
+    rk[(rk < 0) | (rk >= np.repeat(lim, n))] = none
+    sh = max(1, int(n.max() - 1).bit_length())  # a cell's key: that id, then the cell's place in `sh` bits
+    ck, nk = rk << sh | j, none << sh  # (a row's least key: its lowest id, the leftmost of equal ones)
+    nxt, prv, alive = j + 1, j - 1, np.ones(len(j), bool)  # where the part at a cell ends, where the one before it starts; live parts
+    parts, going = n.copy(), np.ones(len(rows), bool)  # live parts per row; rows not finished
     while True:
-        p = rk.argmin(axis=1); r = fr[first + p]  # each row's best pair: where it starts, its id
+        m = np.minimum.reduceat(ck, first); r, p = m >> sh, m & ((1 << sh) - 1)  # each row's best pair: its id, where it starts
         done = r == none; done &= going
         if done.any():  # finished rows: their live parts
-            live = alive[done]
-            finished.append((rows[done], ids[done][live], live.sum(axis=1)))
+            finished.append((rows[done], tid[np.repeat(done, n) & alive], parts[done]))
             going &= ~done
             if not going.any(): return result()
             if 2 * np.count_nonzero(going) < len(rows):  # most rows finished: drop them (until then they stay, all `none`)
-                rows, ids, rk, nxt, prv, alive, base, lim, n, p, r, going = (
-                    a[going] for a in (rows, ids, rk, nxt, prv, alive, base, lim, n, p, r, going))
-                first = np.arange(len(rows)) * width
-                fi, fr, fn, fp, fa = ids.ravel(), rk.ravel(), nxt.ravel(), prv.ravel(), alive.ravel()
-        if going.all(): at, bs, ns, ls = first, base, n, lim  # the rows that merge: their first cells, bases, lengths, limits
-        else: g = np.flatnonzero(going); at, bs, ns, ls, p, r = first[g], base[g], n[g], lim[g], p[g], r[g]
-        f = at + p; q = at + fn[f]  # the cells of the left part and of the right part, which dies
-        e = fn[q]  # where the merged part ends
-        if trace is not None: trace.append((rows[going], r, fi[f], fi[q]))
-        fi[f], fn[f], fa[q], fr[q], fr[f] = r, e, False, none, none  # the merged part's id is its rank
+                keep = np.repeat(going, n)
+                tid, ck, nxt, prv, alive = tid[keep], ck[keep], nxt[keep], prv[keep], alive[keep]
+                rows, n, bs, lim, parts, r, p, going = (a[going] for a in (rows, n, bs, lim, parts, r, p, going))
+                first = np.cumsum(n) - n
+        if going.all(): g, c, s0, ns, ls = slice(None), first, bs, n, lim  # the rows that merge: first cells, bytes, lengths, limits
+        else: g = np.flatnonzero(going); c, s0, ns, ls, p, r = first[g], bs[g], n[g], lim[g], p[g], r[g]
+        f = c + p; q = c + nxt[f]  # the cells of the left part and of the right part, which dies
+        e = nxt[q]  # where the merged part ends
+        if trace is not None: trace.append((rows[g], r, tid[f], tid[q]))
+        tid[f], nxt[f], alive[q], ck[q], ck[f] = r, e, False, nk, nk  # the merged part's id is its rank
+        parts[g] -= 1
         ml, mr = p > 0, e < ns  # rows with a part on the left; on the right
-        left, right = fp[f[ml]], (at + e)[mr]  # where the part on the left starts; the cell of the part on the right
-        fp[right] = p[mr]
-        s = np.concatenate((bs[ml] + left, bs[mr] + p[mr]))  # both new pairs looked up at once: left part and merged one, merged one and right part
-        size = np.concatenate((e[ml] - left, fn[right] - p[mr]))
+        left, right = prv[f[ml]], (c + e)[mr]  # where the part on the left starts; the cell of the part on the right
+        prv[right] = p[mr]
+        s = np.concatenate((s0[ml] + left, s0[mr] + p[mr]))  # both new pairs looked up at once: left part and merged one, merged one and right part
+        size = np.concatenate((e[ml] - left, nxt[right] - p[mr]))
         found = look(s, size, np.concatenate((ls[ml], ls[mr])) if limit is not None else None)
-        fr[at[ml] + left], fr[f[mr]] = found[:len(left)], found[len(left):]
+        ck[c[ml] + left] = found[:len(left)] << sh | left
+        ck[f[mr]] = found[len(left):] << sh | p[mr]
 
 # %% ../nbs/04a_fast_encoding.ipynb #2987f3ad
 @patch

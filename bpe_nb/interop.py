@@ -550,10 +550,9 @@ def _short_splits(order: list[bytes], ranks: dict[bytes, int], tok: Tokenizer
     toks = [t for t in order if 1 < len(t) <= 15]
     if not toks: return {}, None
     lens = np.fromiter(map(len, toks), np.int64, len(toks))
-    flat = np.frombuffer(b"".join(toks) + bytes(15), np.uint8)
     own = np.fromiter(map(ranks.__getitem__, toks), np.int64, len(toks)) + tok._offset  # each row's id: its limit
     trace = []
-    parts = tok._merge_concat(flat[(np.cumsum(lens) - lens)[:, None] + np.arange(15)], lens, own, trace)
+    parts = tok._merge_concat(np.frombuffer(b"".join(toks), np.uint8), np.cumsum(lens) - lens, lens, own, trace)
     vocab, by_id = tok.vocab, np.argsort(own)  # the rows by token id: each merged token's own row (ids may be sparse: no table by id)
     left, right = np.full(len(toks) + 1, -1, np.int64), np.full(len(toks) + 1, -1, np.int64)  # by row: its parts' ids, if two
     two = np.fromiter(map(len, parts), np.int64, len(parts)) == 2
@@ -901,7 +900,8 @@ def _merge_many(self: RanksTokenizer, data, lens,
                 whole: bool | list[bool] = True  # False for a part of a cut pre-token: no shortcut
                ) -> list[tuple[int, ...]]:
     "Pre-tokens of up to 32 bytes by chapter 04a's `_merge_concat` (tiktoken's rule, no merge table); longer ones by `_merge_many` once its tables pay for themselves, one by one before."
-    if self._token_keys is not None and data.shape[1] <= self._concat_width: return Tokenizer._merge_concat(self, data, lens, whole=np.asarray(whole))
+    if self._token_keys is not None and data.shape[1] <= self._concat_width:  # its rows one after another, as `_merge_concat` takes them
+        return Tokenizer._merge_concat(self, data[np.arange(data.shape[1]) < lens[:, None]], np.cumsum(lens) - lens, lens, whole=np.asarray(whole))
     whole = [whole] * len(lens) if isinstance(whole, bool) else whole
     if "_ranks" not in self.__dict__ and self._one_by_one < len(self._rank_of) // 2:
         self._one_by_one += len(lens)  # new pre-tokens merged without the tables, so far

@@ -227,10 +227,12 @@ def test_merge_concat_equals_the_scan_on_random_ranks(extra, words):
     tok = RanksTokenizer(ranks, {}, CL100K_PATTERN)
     assert tok._token_keys is not None
     lens = np.array([len(w) for w in words])
-    flat = np.frombuffer(b"".join(words) + bytes(15), np.uint8)
-    rows = flat[(np.cumsum(lens) - lens)[:, None] + np.arange(int(lens.max()))]
-    assert tok._merge_concat(rows, lens) == [tok._encode_bytes(w) for w in words]
-    assert tok._merge_many(rows, lens) == [tok._encode_bytes(w) for w in words]
+    flat, at = np.frombuffer(b"".join(words), np.uint8), np.cumsum(lens) - lens
+    rows = np.frombuffer(b"".join(words) + bytes(15), np.uint8)[at[:, None] + np.arange(int(lens.max()))]  # padded, as `_merge_many` takes them
+    want = [tok._encode_bytes(w) for w in words]
+    assert tok._merge_concat(flat, at, lens) == want
+    assert tok._merge_concat(flat, at[::-1], lens[::-1]) == want[::-1]  # rows anywhere in the bytes, in any order
+    assert tok._merge_many(rows, lens) == want
 
 
 @settings(max_examples=60, deadline=None)
@@ -249,12 +251,12 @@ def test_merge_concat_on_long_rows(tails, words, rnd):
     assert len(tok._token_keys[4]) == sum(len(t) > 15 for t in new)  # the long tokens, by their bytes
     rows_in = [head + w if k % 2 else w or b"a" for k, w in enumerate(words)]
     lens = np.array([len(w) for w in rows_in])
-    flat = np.frombuffer(b"".join(rows_in) + bytes(45), np.uint8)
-    rows = flat[(np.cumsum(lens) - lens)[:, None] + np.arange(int(lens.max()))]
+    flat, at = np.frombuffer(b"".join(rows_in), np.uint8), np.cumsum(lens) - lens
+    rows = np.frombuffer(b"".join(rows_in) + bytes(45), np.uint8)[at[:, None] + np.arange(int(lens.max()))]
     want = [tok._encode_bytes(w) for w in rows_in]
-    assert tok._merge_concat(rows, lens) == want
-    assert _seqs_of(tok._merge_concat(rows, lens, whole=False, flat=True)) == [tok._merge_bytes(w) for w in rows_in]
-    if rows.shape[1] <= 32: assert tok._merge_many(rows, lens) == want
+    assert tok._merge_concat(flat, at, lens) == want
+    assert _seqs_of(tok._merge_concat(flat, at, lens, whole=False, flat=True)) == [tok._merge_bytes(w) for w in rows_in]
+    if rows.shape[1] <= tok._concat_width: assert tok._merge_many(rows, lens) == want
 
 
 def _seqs_of(flat):
