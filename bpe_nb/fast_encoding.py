@@ -114,6 +114,7 @@ def _prepare(self: Tokenizer):
                      and self._shift <= 31 and max(self.vocab) < 1 << 63)
     self._bulk_local, self._rank_arrays = threading.local(), None  # its state per thread; merge tables as arrays
     self._token_keys = None  # the tokens as keys, for tokenizers that encode by tiktoken's rule (`_seed_tokens`)
+    self._chars = None  # the characters that may start as their token, for `_merge_concat` (`_seed_chars`)
 
 # %% ../nbs/04a_fast_encoding.ipynb #b987146a
 _SCAN_MAX = 40  # pre-tokens of at most this many bytes use `merge_scan`, longer ones `merge_heap`
@@ -640,6 +641,8 @@ def _merge_concat(self: Tokenizer, b: np.ndarray,  # uint8: the pre-tokens' byte
     ck, nk = rk << sh | j, none << sh  # (a row's least key: its lowest id, the leftmost of equal ones)
     nxt, prv, alive = j + 1, j - 1, np.ones(len(j), bool)  # where the part at a cell ends, where the one before it starts; live parts
     parts, going = n.copy(), np.ones(len(rows), bool)  # live parts per row; rows not finished
+    if self._chars is not None and limit is None and trace is None:  # characters that start as their token (below)
+        self._premerge(by, first, n, j, tid, ck, nxt, prv, alive, parts, lambda s, size: look(s, size, None), bs, none, sh)
     while True:
         m = np.minimum.reduceat(ck, first); r, p = m >> sh, m & ((1 << sh) - 1)  # each row's best pair: its id, where it starts
         done = r == none; done &= going
@@ -979,6 +982,109 @@ def _part_ids(self: Tokenizer, data: bytes  # a part of a cut pre-token, longer 
         if len(data) <= _CACHE_MAX_CHARS: self._cache[data] = ids  # (bytes: no more characters than that)
     return ids
 
+
+# %% ../nbs/04a_fast_encoding.ipynb #chr00002
+class _CharRule(NamedTuple):
+    "What `_premerge` reads, by code point (below 0x10000: characters of two or three bytes) and by the bytes around a character."
+    tok: np.ndarray  # the character's token id (`none`: it is no token, or its bytes alone do not merge into it)
+    top: np.ndarray  # the highest id among the merges that make it from its bytes alone
+    left1: np.ndarray  # by (byte before, first byte): the lowest id of a token that ends with those two bytes
+    left2: np.ndarray  # by (class of the byte before, first two bytes of a character of three): the lowest id of a token ending so
+    right1: np.ndarray  # by (last byte, byte after): the lowest id of a token that starts with those two bytes
+    right2: np.ndarray  # by (class of the byte after, last two bytes of a character of three): the lowest id of a token starting so
+    ends: np.ndarray  # by (class of the byte before, code point): the lowest id of a longer token that ends with the whole character
+    begins: np.ndarray  # by (class of the byte after, code point): the lowest id of a longer token that starts with it
+
+def _byte_class(b: np.ndarray) -> np.ndarray:
+    "0 for an ASCII byte, 1 for a continuation byte (0x80-0xBF), 2 for a lead byte of a longer character."
+    return (b >= 0x80).astype(np.int64) + (b >= 0xC0)
+
+def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids (tiktoken's rule: ids are ranks)
+               none: int  # above every id
+              ) -> _CharRule:
+    "The tables of `_premerge` for these tokens."
+    lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    f = np.frombuffer(bytes(4) + b"".join(tokens) + bytes(4), np.uint8)  # (zeros around: a read past a token's edge is masked by its length)
+    e = np.cumsum(lens) + 4; s = e - lens  # where each token starts and ends in `f`
+    h0, h1, h2, h3 = (f[s + k] for k in range(4))  # each token's first four bytes (uint8: few and small temporaries)
+    t1, t2, t3, t4 = (f[e - k] for k in range(1, 5))  # its last four: t1 the last
+    cont = lambda b: (b & 0xC0) == 0x80
+    lead2, lead3 = lambda b: (b >= 0xC2) & (b < 0xE0), lambda b: (b >= 0xE0) & (b < 0xF0)
+    def least(size, where, key):  # the lowest id of the tokens `where` selects, by `key` of a function that reads their bytes
+        out, i = np.full(size, none, np.int64), np.flatnonzero(where)
+        np.minimum.at(out, key(lambda a: a[i].astype(np.int64)), ids[i]); return out
+    pair = least(1 << 16, lens == 2, lambda b: b(h0) << 8 | b(h1))  # the id of each token of two bytes
+    tok, top = np.full(1 << 16, none, np.int64), np.full(1 << 16, none, np.int64)
+    x = np.flatnonzero((lens == 2) & lead2(h0) & cont(h1))  # characters of two bytes: one merge, their own
+    b0, b1 = h0[x].astype(np.int64), h1[x].astype(np.int64)
+    cp = (b0 & 0x1F) << 6 | b1 & 0x3F
+    tok[cp] = top[cp] = ids[x]
+    x = np.flatnonzero((lens == 3) & lead3(h0) & cont(h1) & cont(h2))  # of three: first the lower of their two pairs, then the token
+    b0, b1, b2 = h0[x].astype(np.int64), h1[x].astype(np.int64), h2[x].astype(np.int64)
+    first = np.minimum(pair[b0 << 8 | b1], pair[b1 << 8 | b2])
+    k = first < none
+    cp = (b0[k] & 0x0F) << 12 | (b1[k] & 0x3F) << 6 | b2[k] & 0x3F
+    tok[cp], top[cp] = ids[x[k]], np.maximum(first[k], ids[x[k]])
+    two, three, more2, more3 = lens >= 2, lens >= 3, lens > 2, lens > 3
+    return _CharRule(tok, top,
+        least(1 << 16, two & (t1 >= 0xC2) & (t1 < 0xF0), lambda b: b(t2) << 8 | b(t1)),  # left1: ends with a character's first byte
+        least(3 << 10, three & lead3(t2) & cont(t1), lambda b: _byte_class(b(t3)) << 10 | (b(t2) & 0x0F) << 6 | b(t1) & 0x3F),  # its first two
+        least(1 << 16, two & cont(h0) & ~cont(h1), lambda b: b(h0) << 8 | b(h1)),  # right1: starts with a character's last byte, then another's
+        least(3 << 12, three & cont(h0) & cont(h1) & ~cont(h2), lambda b: _byte_class(b(h2)) << 12 | (b(h0) & 0x3F) << 6 | b(h1) & 0x3F),
+        np.minimum(least(3 << 16, more2 & lead2(t2) & cont(t1), lambda b: _byte_class(b(t3)) << 16 | (b(t2) & 0x1F) << 6 | b(t1) & 0x3F),
+                   least(3 << 16, more3 & lead3(t3) & cont(t2) & cont(t1),  # ends: with a whole character of two bytes, or three
+                         lambda b: _byte_class(b(t4)) << 16 | (b(t3) & 0x0F) << 12 | (b(t2) & 0x3F) << 6 | b(t1) & 0x3F)),
+        np.minimum(least(3 << 16, more2 & lead2(h0) & cont(h1), lambda b: _byte_class(b(h2)) << 16 | (b(h0) & 0x1F) << 6 | b(h1) & 0x3F),
+                   least(3 << 16, more3 & lead3(h0) & cont(h1) & cont(h2),  # begins: the same at the start
+                         lambda b: _byte_class(b(h3)) << 16 | (b(h0) & 0x0F) << 12 | (b(h1) & 0x3F) << 6 | b(h2) & 0x3F)))
+
+
+# %% ../nbs/04a_fast_encoding.ipynb #chr00006
+@patch
+def _premerge(self: Tokenizer, by: np.ndarray, first: np.ndarray, n: np.ndarray, j: np.ndarray,  # as `_merge_concat` has them: the cells' bytes, each row's first cell and length, each cell's place in its row
+              tid: np.ndarray, ck: np.ndarray, nxt: np.ndarray, prv: np.ndarray, alive: np.ndarray, parts: np.ndarray,  # its parts (updated in place)
+              look: Callable,  # `look(starts, sizes)`: the id of each span of the rows' bytes, `none` if it is no token
+              bs: np.ndarray, none: int, sh: int  # where each row's bytes start for `look`; above every id; the cells' keys' shift
+             ) -> int:
+    "Make each character of two or three bytes that `_chars` allows one part, its token, before the rounds; return how many."
+    rule = self._chars
+    d = np.zeros(len(by) + 4, np.int64); d[:-4] = by  # (zeros after: a read past the last cell)
+    c = np.flatnonzero((d >= 0xC2) & (d < 0xF0))  # the first bytes of characters of two or three bytes
+    if not len(c): return 0
+    r = np.searchsorted(first, c, "right") - 1; jc = j[c]; L = 2 + (d[c] >= 0xE0); nr = n[r]
+    k = jc + L <= nr  # (whole inside its row)
+    c, r, jc, L, nr = c[k], r[k], jc[k], L[k], nr[k]
+    b0, b1, b2, three = d[c], d[c + 1], d[c + 2], L == 3
+    cp = np.where(three, (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F, (b0 & 0x1F) << 6 | b1 & 0x3F)
+    top, before, after, last = rule.top[cp], d[c - 1], d[c + L], d[c + L - 1]  # (`before` counts only where jc > 0, `after` where jc + L < nr)
+    left = np.where(three, np.minimum(rule.left1[before << 8 | b0], rule.left2[_byte_class(before) << 10 | (b0 & 0x0F) << 6 | b1 & 0x3F]),
+                    rule.left1[before << 8 | b0])
+    right = np.where(three, np.minimum(rule.right1[last << 8 | after], rule.right2[_byte_class(after) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F]),
+                     rule.right1[last << 8 | after])
+    left = np.minimum(left, rule.ends[_byte_class(before) << 16 | cp])  # and none holds it whole with its neighbour
+    right = np.minimum(right, rule.begins[_byte_class(after) << 16 | cp])
+    ok = (top < none) & ((jc == 0) | (left > top)) & ((jc + L == nr) | (right > top))  # no token reaches in from a side with a lower id
+    c, r, jc, L, nr, cp = c[ok], r[ok], jc[ok], L[ok], nr[ok], cp[ok]
+    if not len(c): return 0
+    tid[c] = rule.tok[cp]; nxt[c] = jc + L  # one part: its token, ending after its last byte
+    t3 = c[L == 3]
+    alive[c + 1] = alive[t3 + 2] = False; ck[c] = ck[c + 1] = ck[t3 + 2] = none << sh  # its other bytes are no parts, and start no pair
+    np.subtract.at(parts, r, L - 1)
+    inner = np.flatnonzero(jc + L < nr)  # characters with a part after them
+    q = (c + L)[inner]; prv[q] = jc[inner]
+    starts = np.zeros(len(d), bool); starts[c] = True
+    after_size = np.where(starts[q], 2 + (d[q] >= 0xE0), 1)  # the part after: another such character, or a byte
+    lb = np.flatnonzero(jc > 0); lb = lb[alive[c[lb] - 1]]  # characters after a byte that is a part of its own (else after one of these)
+    found = look(np.concatenate((bs[r[inner]] + jc[inner], bs[r[lb]] + jc[lb] - 1)), np.concatenate((L[inner] + after_size, L[lb] + 1)))
+    ck[c[inner]] = found[:len(inner)] << sh | jc[inner]  # the pairs on both sides of each
+    ck[c[lb] - 1] = found[len(inner):] << sh | jc[lb] - 1
+    return len(c)
+
+@patch
+def _seed_chars(self: Tokenizer, ids: dict[bytes, int]  # token bytes -> id, as `_seed_tokens` took them (call that first)
+               ):
+    "Build `_chars`: `_char_rule` of the tokens, so that `_merge_concat` starts the characters it allows as their token."
+    self._chars = _char_rule(list(ids), np.fromiter(ids.values(), np.int64, len(ids)), int(self._token_keys[1][-1]))
 
 # %% ../nbs/04a_fast_encoding.ipynb #407fa496
 @patch

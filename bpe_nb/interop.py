@@ -639,6 +639,7 @@ class RanksTokenizer(Tokenizer):
         self._prepare()
         if self._bulk_ok:  # chapter 04a: every token known to the bulk path, tiktoken's rule in bulk
             self._seed_tokens(ids)
+            self._seed_chars(ids)  # the characters that may start as their token in `_merge_concat` (20-40 ms for the open models)
             self._cut_keys()  # where long CJK pre-tokens may be cut: about 10 ms for o200k, built now, not in a first encode
             fill_classes(0x10000 if self._rules is not None else 0)  # chapter 00a's class table, once per process: for the
             # patterns of `ARRAY_RULES`, the BMP's (11 ms: no first encode pays for it); GPT-2's reads few classes

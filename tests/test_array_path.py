@@ -359,9 +359,9 @@ def test_long_runs_of_wide_characters_equal_tiktoken(real_pair, bulk_always):
 CJK6 = "中文字本日語😀𠀋éก\u0301"  # six CJK characters, two of four bytes, one of two, Thai, a combining mark
 
 
-def random_bpe_ranks(rng: random.Random, n_merges: int, swaps: int) -> dict:
-    "Ranks as BPE would learn them on random text over six CJK characters, with merges picked at random positions (so tokens start and end inside characters too), then `swaps` ranks exchanged (so some tokens are out of reach)."
-    seq = [bytes([b]) for b in "".join(rng.choice(CJK6) for _ in range(300)).encode()]
+def random_bpe_ranks(rng: random.Random, n_merges: int, swaps: int, pool: str = CJK6) -> dict:
+    "Ranks as BPE would learn them on random text over the characters of `pool` (six CJK characters...), with merges picked at random positions (so tokens start and end inside characters too), then `swaps` ranks exchanged (so some tokens are out of reach)."
+    seq = [bytes([b]) for b in "".join(rng.choice(pool) for _ in range(300)).encode()]
     ranks = {bytes([i]): i for i in range(256)}
     for _ in range(n_merges):
         i = rng.randrange(len(seq) - 1)
@@ -397,6 +397,44 @@ def test_cuts_on_random_ranks_with_partial_characters_equal_tiktoken(seed, n_mer
             assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
             assert ours.encode_ordinary(text) == reference.encode_ordinary(text)
     finally: fe._ARRAY_MIN, fe._CONCAT_MIN = saved
+
+
+POOLS = [CJK6, "中文字éжшab ", "日本語ёжик", "éàüжшщ中a", "中文字本日語 ab"]  # characters of two and three bytes, with ASCII
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32), st.integers(5, 300), st.sampled_from([0, 1, 5, 30]), st.sampled_from(POOLS))
+def test_characters_started_as_their_token_merge_as_the_plain_rounds(seed, n_merges, swaps, pool):
+    "Chapter 04a's `_premerge` (characters of two or three bytes start as their token where `_char_rule` allows): `_merge_concat` gives the ids of its plain rounds and of `_encode_bytes`, on random ranks whose tokens start, end and reach across characters."
+    from bpe_nb.interop import RanksTokenizer
+    rng = random.Random(seed)
+    tok = RanksTokenizer(random_bpe_ranks(rng, n_merges, swaps, pool), {}, O200K_PATTERN)
+    words = ["".join(rng.choice(pool) for _ in range(rng.randint(1, 6))).encode() for _ in range(120)]
+    lens = np.array([len(w) for w in words])
+    b, at = np.frombuffer(b"".join(words), np.uint8), np.cumsum(lens) - lens
+    chars = tok._chars
+    assert chars is not None
+    for whole in (True, False):
+        tok._chars = chars; got = tok._merge_concat(b, at, lens, whole=whole)
+        tok._chars = None; assert got == tok._merge_concat(b, at, lens, whole=whole), (seed, whole)
+        assert got == [(tok._encode_bytes if whole else tok._merge_bytes)(w) for w in words], (seed, whole)
+    tok._chars = chars
+
+
+@pytest.mark.parametrize("real_pair", ["o200k_base"], indirect=True)
+def test_characters_start_as_their_token_on_real_ranks(real_pair):
+    "On o200k's ranks most CJK characters of a text start as their token (`_premerge` does work), with the ids tiktoken gives."
+    ours, theirs = real_pair
+    text = "他们在公园里散步然后回家吃饭。東京都の天気は晴れ、明日は雨が降るでしょう。"
+    words = [text[i:i + 4].encode() for i in range(len(text) - 3)]
+    lens = np.array([len(w) for w in words])
+    b, at = np.frombuffer(b"".join(words), np.uint8), np.cumsum(lens) - lens
+    made, saved = [], ours._premerge
+    ours._premerge = lambda *a: made.append(saved(*a)) or made[-1]
+    try: got = ours._merge_concat(b, at, lens)
+    finally: del ours._premerge
+    assert sum(made) > len(words) * 2  # most of the four characters of each row start whole
+    assert got == [tuple(theirs._encode_single_piece(w)) for w in words]  # (tiktoken: the shortcut, then its merges)
 
 
 @pytest.mark.parametrize("run", ["中文字本日語", "中文字"])
