@@ -1023,8 +1023,9 @@ def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids
     b0, b1, b2 = h0[x].astype(np.int64), h1[x].astype(np.int64), h2[x].astype(np.int64)
     first = np.minimum(pair[b0 << 8 | b1], pair[b1 << 8 | b2])
     k = first < none
-    cp = (b0[k] & 0x0F) << 12 | (b1[k] & 0x3F) << 6 | b2[k] & 0x3F
-    tok[cp], top[cp] = ids[x[k]], np.maximum(first[k], ids[x[k]])
+    cp = (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F
+    k &= cp >= 0x800  # (an overlong form is no character: it would take the code point of one of two bytes)
+    tok[cp[k]], top[cp[k]] = ids[x[k]], np.maximum(first[k], ids[x[k]])
     two, three, more2, more3 = lens >= 2, lens >= 3, lens > 2, lens > 3
     return _CharRule(tok, top,
         least(1 << 16, two & (t1 >= 0xC2) & (t1 < 0xF0), lambda b: b(t2) << 8 | b(t1)),  # left1: ends with a character's first byte
@@ -1052,7 +1053,9 @@ def _premerge(self: Tokenizer, by: np.ndarray, first: np.ndarray, n: np.ndarray,
     c = np.flatnonzero((d >= 0xC2) & (d < 0xF0))  # the first bytes of characters of two or three bytes
     if not len(c): return 0
     r = np.searchsorted(first, c, "right") - 1; jc = j[c]; L = 2 + (d[c] >= 0xE0); nr = n[r]
-    k = jc + L <= nr  # (whole inside its row)
+    cont = lambda b: (b & 0xC0) == 0x80
+    k = (jc + L <= nr) & cont(d[c + 1]) & ((L == 2) | cont(d[c + 2]))  # whole inside its row, and well formed:
+    k &= (jc + L == nr) | ~cont(d[c + L])  # (bytes that are not UTF-8 take the rounds)
     c, r, jc, L, nr = c[k], r[k], jc[k], L[k], nr[k]
     b0, b1, b2, three = d[c], d[c + 1], d[c + 2], L == 3
     cp = np.where(three, (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F, (b0 & 0x1F) << 6 | b1 & 0x3F)

@@ -421,6 +421,22 @@ def test_characters_started_as_their_token_merge_as_the_plain_rounds(seed, n_mer
     tok._chars = chars
 
 
+@pytest.mark.parametrize("tokens, row", [
+    ([b"\xa9\xa9", "é".encode()], b"\xc3\xa9\xa9"),  # a continuation byte after the character: not its end
+    ([b"\xe4\x83", "䃩".encode(), "é".encode()], b"\xe4\xc3\xa9"),  # a lead byte without its continuation bytes
+    ([b"\xe0\x82", b"\xe0\x82\x80", "\u0080".encode()], b"a\xc2\x80b"),  # an overlong token shares U+0080's code point: not its token
+])
+def test_bytes_that_are_not_utf8_take_the_rounds(tokens, row):
+    "`_premerge` starts only well-formed characters whole, and `_char_rule` keys no overlong form: rows and tokens that are not UTF-8 merge as the plain rounds merge them (from an independent review)."
+    from bpe_nb.interop import RanksTokenizer
+    tok = RanksTokenizer({bytes([i]): i for i in range(256)} | {t: 256 + k for k, t in enumerate(tokens)}, {}, O200K_PATTERN)
+    b, at, lens = np.frombuffer(row, np.uint8), np.array([0]), np.array([len(row)])
+    got = tok._merge_concat(b, at, lens, whole=False)
+    saved, tok._chars = tok._chars, None
+    try: assert got == tok._merge_concat(b, at, lens, whole=False) == [tok._merge_bytes(row)]
+    finally: tok._chars = saved
+
+
 @pytest.mark.parametrize("real_pair", ["o200k_base"], indirect=True)
 def test_characters_start_as_their_token_on_real_ranks(real_pair):
     "On o200k's ranks most CJK characters of a text start as their token (`_premerge` does work), with the ids tiktoken gives."
