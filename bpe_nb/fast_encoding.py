@@ -999,6 +999,10 @@ def _byte_class(b: np.ndarray) -> np.ndarray:
     "0 for an ASCII byte, 1 for a continuation byte (0x80-0xBF), 2 for a lead byte of a longer character."
     return (b >= 0x80).astype(np.int64) + (b >= 0xC0)
 
+def _cont(b: np.ndarray) -> np.ndarray:
+    "True for a continuation byte (0x80-0xBF)."
+    return (b & 0xC0) == 0x80
+
 def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids (tiktoken's rule: ids are ranks)
                none: int  # above every id
               ) -> _CharRule:
@@ -1008,18 +1012,17 @@ def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids
     e = np.cumsum(lens) + 4; s = e - lens  # where each token starts and ends in `f`
     h0, h1, h2, h3 = (f[s + k] for k in range(4))  # each token's first four bytes (uint8: few and small temporaries)
     t1, t2, t3, t4 = (f[e - k] for k in range(1, 5))  # its last four: t1 the last
-    cont = lambda b: (b & 0xC0) == 0x80
     lead2, lead3 = lambda b: (b >= 0xC2) & (b < 0xE0), lambda b: (b >= 0xE0) & (b < 0xF0)
     def least(size, where, key):  # the lowest id of the tokens `where` selects, by `key` of a function that reads their bytes
         out, i = np.full(size, none, np.int64), np.flatnonzero(where)
         np.minimum.at(out, key(lambda a: a[i].astype(np.int64)), ids[i]); return out
     pair = least(1 << 16, lens == 2, lambda b: b(h0) << 8 | b(h1))  # the id of each token of two bytes
     tok, top = np.full(1 << 16, none, np.int64), np.full(1 << 16, none, np.int64)
-    x = np.flatnonzero((lens == 2) & lead2(h0) & cont(h1))  # characters of two bytes: one merge, their own
+    x = np.flatnonzero((lens == 2) & lead2(h0) & _cont(h1))  # characters of two bytes: one merge, their own
     b0, b1 = h0[x].astype(np.int64), h1[x].astype(np.int64)
     cp = (b0 & 0x1F) << 6 | b1 & 0x3F
     tok[cp] = top[cp] = ids[x]
-    x = np.flatnonzero((lens == 3) & lead3(h0) & cont(h1) & cont(h2))  # of three: first the lower of their two pairs, then the token
+    x = np.flatnonzero((lens == 3) & lead3(h0) & _cont(h1) & _cont(h2))  # of three: first the lower of their two pairs, then the token
     b0, b1, b2 = h0[x].astype(np.int64), h1[x].astype(np.int64), h2[x].astype(np.int64)
     first = np.minimum(pair[b0 << 8 | b1], pair[b1 << 8 | b2])
     k = first < none
@@ -1029,14 +1032,14 @@ def _char_rule(tokens: list[bytes], ids: np.ndarray,  # the tokens and their ids
     two, three, more2, more3 = lens >= 2, lens >= 3, lens > 2, lens > 3
     return _CharRule(tok, top,
         least(1 << 16, two & (t1 >= 0xC2) & (t1 < 0xF0), lambda b: b(t2) << 8 | b(t1)),  # left1: ends with a character's first byte
-        least(3 << 10, three & lead3(t2) & cont(t1), lambda b: _byte_class(b(t3)) << 10 | (b(t2) & 0x0F) << 6 | b(t1) & 0x3F),  # its first two
-        least(1 << 16, two & cont(h0) & ~cont(h1), lambda b: b(h0) << 8 | b(h1)),  # right1: starts with a character's last byte, then another's
-        least(3 << 12, three & cont(h0) & cont(h1) & ~cont(h2), lambda b: _byte_class(b(h2)) << 12 | (b(h0) & 0x3F) << 6 | b(h1) & 0x3F),
-        np.minimum(least(3 << 16, more2 & lead2(t2) & cont(t1), lambda b: _byte_class(b(t3)) << 16 | (b(t2) & 0x1F) << 6 | b(t1) & 0x3F),
-                   least(3 << 16, more3 & lead3(t3) & cont(t2) & cont(t1),  # ends: with a whole character of two bytes, or three
+        least(3 << 10, three & lead3(t2) & _cont(t1), lambda b: _byte_class(b(t3)) << 10 | (b(t2) & 0x0F) << 6 | b(t1) & 0x3F),  # its first two
+        least(1 << 16, two & _cont(h0) & ~_cont(h1), lambda b: b(h0) << 8 | b(h1)),  # right1: starts with a character's last byte, then another's
+        least(3 << 12, three & _cont(h0) & _cont(h1) & ~_cont(h2), lambda b: _byte_class(b(h2)) << 12 | (b(h0) & 0x3F) << 6 | b(h1) & 0x3F),
+        np.minimum(least(3 << 16, more2 & lead2(t2) & _cont(t1), lambda b: _byte_class(b(t3)) << 16 | (b(t2) & 0x1F) << 6 | b(t1) & 0x3F),
+                   least(3 << 16, more3 & lead3(t3) & _cont(t2) & _cont(t1),  # ends: with a whole character of two bytes, or three
                          lambda b: _byte_class(b(t4)) << 16 | (b(t3) & 0x0F) << 12 | (b(t2) & 0x3F) << 6 | b(t1) & 0x3F)),
-        np.minimum(least(3 << 16, more2 & lead2(h0) & cont(h1), lambda b: _byte_class(b(h2)) << 16 | (b(h0) & 0x1F) << 6 | b(h1) & 0x3F),
-                   least(3 << 16, more3 & lead3(h0) & cont(h1) & cont(h2),  # begins: the same at the start
+        np.minimum(least(3 << 16, more2 & lead2(h0) & _cont(h1), lambda b: _byte_class(b(h2)) << 16 | (b(h0) & 0x1F) << 6 | b(h1) & 0x3F),
+                   least(3 << 16, more3 & lead3(h0) & _cont(h1) & _cont(h2),  # begins: the same at the start
                          lambda b: _byte_class(b(h3)) << 16 | (b(h0) & 0x0F) << 12 | (b(h1) & 0x3F) << 6 | b(h2) & 0x3F)))
 
 
@@ -1053,9 +1056,8 @@ def _premerge(self: Tokenizer, by: np.ndarray, first: np.ndarray, n: np.ndarray,
     c = np.flatnonzero((d >= 0xC2) & (d < 0xF0))  # the first bytes of characters of two or three bytes
     if not len(c): return 0
     r = np.searchsorted(first, c, "right") - 1; jc = j[c]; L = 2 + (d[c] >= 0xE0); nr = n[r]
-    cont = lambda b: (b & 0xC0) == 0x80
-    k = (jc + L <= nr) & cont(d[c + 1]) & ((L == 2) | cont(d[c + 2]))  # whole inside its row, and well formed:
-    k &= (jc + L == nr) | ~cont(d[c + L])  # (bytes that are not UTF-8 take the rounds)
+    k = (jc + L <= nr) & _cont(d[c + 1]) & ((L == 2) | _cont(d[c + 2]))  # whole inside its row, and well formed:
+    k &= (jc + L == nr) | ~_cont(d[c + L])  # (bytes that are not UTF-8 take the rounds)
     c, r, jc, L, nr = c[k], r[k], jc[k], L[k], nr[k]
     b0, b1, b2, three = d[c], d[c + 1], d[c + 2], L == 3
     cp = np.where(three, (b0 & 0x0F) << 12 | (b1 & 0x3F) << 6 | b2 & 0x3F, (b0 & 0x1F) << 6 | b1 & 0x3F)
