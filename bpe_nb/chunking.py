@@ -816,23 +816,108 @@ def _packed_range(*args) -> tuple:
     "`_count_range(*args)` with its counts packed: the task a worker runs for a range of a file."
     return _count_range(*args, pack=True)
 
+# %% ../nbs/03_parallel_chunking.ipynb #tbl00002
+_KEYED_MAX = 64  # pre-tokens up to this many bytes are kept as NumPy keys; longer ones (few) in a dict
+
+def _uints(a: array) -> np.ndarray:
+    "An `array.array` of unsigned ints (a packed counter's lengths or counts) as int64 values."
+    return np.frombuffer(a, f"u{a.itemsize}").astype(np.int64) if len(a) else np.zeros(0, np.int64)
+
+class _Table:
+    "A running total of packed counts in NumPy arrays: for each length, the sorted distinct pre-tokens with their counts and first-occurrence ranks."
+    def __init__(self):
+        self.keys, self.counts, self.first = {}, {}, {}  # length -> sorted `S<length>` keys; their counts; their ranks
+        self.long, self.seen = {}, 0  # the longer pre-tokens -> [count, rank]; ranks given so far
+
+    def add(self, packed: tuple[bytes, array, array]  # a range's counts, packed (`_pack`)
+           ):
+        "Add a range's packed counts; pre-tokens seen for the first time rank after all those added before."
+        blob, lengths, counts = packed
+        lens, cnt = _uints(lengths), _uints(counts)
+        starts, b = np.cumsum(lens) - lens, np.frombuffer(blob, np.uint8)
+        ranks = np.arange(self.seen, self.seen + len(lens), dtype=np.int64); self.seen += len(lens)
+        order = np.argsort(lens, kind="stable")  # grouped by length
+        for grp in np.split(order, np.flatnonzero(np.diff(lens[order])) + 1) if len(order) else ():
+            n = int(lens[grp[0]])
+            if n == 0 or n > _KEYED_MAX: self._add_long(blob, starts[grp], n, cnt[grp], ranks[grp])
+            else: self._merge(n, b[starts[grp][:, None] + np.arange(n)].view(f"S{n}").ravel(), cnt[grp], ranks[grp])
+
+    def _add_long(self, blob: bytes, starts: np.ndarray, n: int, counts: np.ndarray, ranks: np.ndarray):
+        "Add pre-tokens of length `n` (0 or beyond `_KEYED_MAX`) to the dict, one at a time."
+        long = self.long
+        for s, c, r in zip(starts.tolist(), counts.tolist(), ranks.tolist()):
+            e = long.setdefault(blob[s:s + n], [0, r])
+            e[0] += c
+
+# %% ../nbs/03_parallel_chunking.ipynb #tbl00004
+@patch
+def _merge(self: _Table, n: int,  # the length of every key
+           keys: np.ndarray,  # `S<n>` keys of the range
+           counts: np.ndarray, ranks: np.ndarray  # theirs, in the same order
+          ):
+    "Add the keys of one length to the total: counts summed where a key is there, the others inserted in sorted order."
+    o = np.argsort(keys, kind="stable"); keys, counts, ranks = keys[o], counts[o], ranks[o]
+    if len(keys) > 1 and (same := keys[1:] == keys[:-1]).any():  # a key twice: one entry, counts summed, the first rank
+        head = np.flatnonzero(np.r_[True, ~same])
+        keys, counts, ranks = keys[head], np.add.reduceat(counts, head), np.minimum.reduceat(ranks, head)
+    K = self.keys.get(n)
+    if K is None: self.keys[n], self.counts[n], self.first[n] = keys, counts, ranks; return
+    at = np.searchsorted(K, keys)
+    hit = np.zeros(len(keys), bool); inside = at < len(K)
+    hit[inside] = K[at[inside]] == keys[inside]
+    self.counts[n][at[hit]] += counts[hit]  # distinct keys: distinct places
+    if hit.all(): return
+    new = ~hit; at = at[new]
+    self.keys[n], self.counts[n], self.first[n] = (np.insert(K, at, keys[new]), np.insert(self.counts[n], at, counts[new]),
+                                                   np.insert(self.first[n], at, ranks[new]))
+
+# %% ../nbs/03_parallel_chunking.ipynb #tbl00007
+_RESULT_BLOCK = 1 << 14  # entries put into the Counter at a time
+
+@patch
+def result(self: _Table) -> Counter[bytes]:
+    "The total as a `Counter`, in the order the pre-tokens first occurred (the table is emptied)."
+    lengths, long = sorted(self.keys), list(self.long.items()); self.long = {}
+    def column(get, last):  # one array over all lengths (in `lengths` order), then the long ones
+        return np.concatenate([get(n) for n in lengths] + [np.array(last, np.int64)])
+    order = np.argsort(column(self.first.__getitem__, [e[1] for _, e in long]), kind="stable")
+    counts = column(self.counts.__getitem__, [e[0] for _, e in long])[order]
+    ends = np.cumsum(column(lambda n: np.full(len(self.keys[n]), n, np.int64), [len(t) for t, _ in long])[order])
+    place = np.empty_like(order); place[order] = np.arange(len(order)); del order  # each entry's place in the result
+    out, i = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8), 0
+    for n in lengths:  # each length's keys go to their places, then its arrays go
+        K = self.keys.pop(n); self.counts.pop(n); self.first.pop(n)
+        starts = ends[place[i:i + len(K)]] - n
+        out[starts[:, None] + np.arange(n)] = K.view(np.uint8).reshape(len(K), n)
+        i += len(K); del K, starts
+    for (t, _), p in zip(long, place[i:].tolist()): out[ends[p] - len(t):ends[p]] = np.frombuffer(t, np.uint8)
+    del place, long
+    blob = out.tobytes(); del out
+    total = Counter()
+    for lo in range(0, len(ends), _RESULT_BLOCK):  # a block at a time: no list of every start, end and count
+        e = ends[lo:lo + _RESULT_BLOCK]
+        s = np.concatenate([ends[lo - 1:lo] if lo else [0], e[:-1]])
+        dict.update(total, zip(map(blob.__getitem__, map(slice, s.tolist(), e.tolist())), counts[lo:lo + len(e)].tolist()))
+    return total
+
 # %% ../nbs/03_parallel_chunking.ipynb #0f029df1
 class _Total:
     "The running sum of per-range counts, added in file order: each range's counts are added in, then dropped."
-    def __init__(self): self.counts, self.specials, self.bytes = Counter(), 0, 0
+    def __init__(self): self.counts, self.table, self.specials, self.bytes = Counter(), None, 0, 0
 
     def add(self, result: tuple, n_bytes: int = 0):  # a range's (counts, specials seen), counts packed or not; its size
         c, k = result
-        if isinstance(c, tuple):  # packed
-            total, get = self.counts, self.counts.get
-            for t, n in _unpack(c): total[t] = get(t, 0) + n
+        if isinstance(c, tuple) or self.table is not None:  # packed counts, and any counts after them: the table
+            if self.table is None: self.table = _Table(); self.table.add(_pack(self.counts)); self.counts = Counter()
+            self.table.add(c if isinstance(c, tuple) else _pack(c))
         elif self.counts: self.counts.update(c)
         else: self.counts = c  # the first range: no copy
         self.specials += k; self.bytes += n_bytes
 
     def result(self) -> Counter[bytes]:
         "The counts, in the order the pre-tokens first occurred (the total is emptied)."
-        out, self.counts = self.counts, Counter()
+        if self.table is not None: out, self.table = self.table.result(), None
+        else: out, self.counts = self.counts, Counter()
         return out
 
 # %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6

@@ -688,6 +688,21 @@ def test_pack_round_trips():
     assert dict(chunking._unpack(chunking._pack(c))) == c
 
 
+_piece = st.binary(max_size=3) | st.binary(min_size=chunking._KEYED_MAX - 1, max_size=chunking._KEYED_MAX + 2)
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(_piece, st.integers(1, 2**40), max_size=12), max_size=5), st.booleans())
+def test_the_packed_total_sums_like_a_counter_in_first_occurrence_order(ranges, counter_first):
+    "`_Total` over packed ranges (its `_Table`) against `Counter.update`: the same counts, the same order; NUL bytes and lengths around `_KEYED_MAX` kept."
+    total, want = chunking._Total(), Counter()
+    for i, r in enumerate(ranges):
+        c = Counter(r)
+        total.add((c.copy() if counter_first and i == 0 else chunking._pack(c), i), 1)
+        want.update(c)
+    got = total.result()
+    assert list(got.items()) == list(want.items())
+    assert total.specials == sum(range(len(ranges))) and total.bytes == len(ranges)
+
+
 # --- train_from_iterator ---------------------------------------------------------------------------------------
 from bpe_nb.incremental import train_incremental  # noqa: E402
 from bpe_nb.naive import TIE_BREAKS  # noqa: E402
