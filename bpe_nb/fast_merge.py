@@ -309,6 +309,35 @@ def _flatten_run(run: TrainingRun,  # its `pretokens` (bytes, or tuples of ids) 
     return (sym_a, sym), _Weights(seps, counts)
 
 
+# %% ../nbs/02a_fast_merge.ipynb #flc00002
+def _plain_counts(counts) -> bool:
+    "Whether `counts` is a dict of bytes -> non-negative int, as counting makes it (checked in C, by type)."
+    return (isinstance(counts, dict) and set(map(type, counts)) <= {bytes} and set(map(type, counts.values())) <= {int}
+            and min(counts.values(), default=0) >= 0)
+
+def _flatten_counts(counts: dict,  # pre-token bytes -> count (`_plain_counts`); emptied from its end as the arrays fill
+                    dtype=np.int32  # of `sym`
+                   ) -> tuple[tuple[array, np.ndarray], _Weights]:
+    "`_flatten_run` of the pre-tokens `TrainingRun(counts)` would hold, straight from the table: no list beside it."
+    lens = np.fromiter(map(len, counts), np.int64, len(counts))
+    n = np.fromiter(counts.values(), np.int64, len(counts))
+    keep = (lens > 1) & (n > 0)  # as `TrainingRun`: a pre-token that holds a pair, with a count
+    before = np.concatenate([[0], np.cumsum(keep)])  # kept pre-tokens before each row of the table
+    lens, n = lens[keep], n[keep]
+    seps = np.zeros(len(lens) + 1, np.int64); np.cumsum(lens + 1, out=seps[1:])  # as in `_flatten_run`
+    sym = np.empty(int(seps[-1]) + 1, dtype)  # no page of it is memory until written
+    for lo in reversed(range(0, len(keep), _WORDS)):  # the table's rows lo.., from its end
+        items = [counts.popitem() for _ in range(len(keep) - lo)][::-1]
+        k0, k1 = int(before[lo]), int(before[len(keep)])  # the kept pre-tokens of these rows
+        a, b = int(seps[k0]), int(seps[k1])  # they lie in sym[a:b + 1], with their separators
+        inside = np.ones(b + 1 - a, bool); inside[seps[k0:k1 + 1] - a] = False
+        sym[a:b + 1][~inside] = _SEP
+        sym[a:b + 1][inside] = np.frombuffer(b"".join(w for (w, _), k in zip(items, keep[lo:].tolist()) if k), np.uint8)
+        keep, before = keep[:lo], before[:lo + 1]
+        del items  # freed, block by block
+    counts.clear()  # its hash table too
+    return _twin(sym), _Weights(seps, n)
+
 # %% ../nbs/02a_fast_merge.ipynb #b105ea25
 def _index_wide(sym: np.ndarray, w, pairs: _Pairs, pid: np.ndarray) -> np.ndarray:
     "`_index_ids` for symbols beyond bytes: 64-bit keys, one sort."
@@ -523,11 +552,13 @@ def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
                 and symbols * max(counts.values(), default=0) < 2**63)  # a pair count is at most that product
     except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
-def _flat_loop(run: TrainingRun  # a run whose `pretokens` are bytes, or tuples of ids
+def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples of ids
+               counts: dict | None = None  # the table to take the pre-tokens from instead (`_flatten_counts`: emptied)
               ) -> None:
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
     small_ids = len(run.vocab) + run.planned <= 2**15  # every id fits 16 bits: `sym` takes 2 bytes per position
-    (sym_a, sym), w = _flatten_run(run, np.int16 if small_ids else np.int32)
+    dtype = np.int16 if small_ids else np.int32
+    (sym_a, sym), w = _flatten_run(run, dtype) if counts is None else _flatten_counts(counts, dtype)
     run.pretokens = None; trim_heap()  # the arrays hold them now
     pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
@@ -571,9 +602,14 @@ def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> co
 
 
 # %% ../nbs/02a_fast_merge.ipynb #f1957f34
-def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; `pretokens` bytes or tuples of ids
+def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass; `pretokens` bytes or tuples of ids
+                    counts: dict | None = None  # instead of `run.pretokens`: the count table itself, bytes -> int (emptied)
                    ) -> None:
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
+    if counts is not None:
+        if not _plain_counts(counts): raise TypeError("counts must be a dict of bytes -> non-negative int, as counting makes it")
+        if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX): # the simple loop, on what `TrainingRun` keeps
+            run.pretokens = [(w, n) for w, n in counts.items() if n and len(w) > 1]; counts.clear()
     words = run.pretokens
     symbols = sum(len(p) for p, _ in words)
     if (len(run.vocab) + run.planned > _FLAT_MAX or 3 * (symbols + len(words)) >= _FLAT_MAX
@@ -585,7 +621,7 @@ def fast_merge_loop(run: TrainingRun  # a run from `TrainingRun` or a subclass; 
     del words  # (`_flat_loop` frees the run's list of pre-tokens once flattened: no reference here may keep it)
     enabled = gc.isenabled()
     gc.disable()
-    try: _flat_loop(run)
+    try: _flat_loop(run, counts or None)  # (a table emptied above: the run's list)
     finally:
         if enabled: gc.enable()
 

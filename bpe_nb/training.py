@@ -46,10 +46,9 @@ def _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, li
         return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
     enabled = gc.isenabled()
     gc.disable()  # as `train_incremental_fast`: millions of objects, no cycles
-    try:  # its steps, with the count table emptied once the run holds the pre-tokens: its memory is free for the merge loop
-        run = TrainingRun(counts, vocab_size, specials, tie_break, progress, trainer="incremental", **limits)
-        counts.clear()
-        fast_merge_loop(run)
+    try:  # its steps, with the pre-tokens taken from the count table into the loop's arrays, which empties it
+        run = TrainingRun({}, vocab_size, specials, tie_break, progress, trainer="incremental", **limits)
+        fast_merge_loop(run, counts)
     finally:
         if enabled: gc.enable()
     return run.model()
