@@ -479,7 +479,7 @@ def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total:
                    n_procs: int, executor: Executor | None,
                    on_started: Callable[[], None] | None = None):  # called once the first tasks are submitted
     "Count the ranges on `executor` (None: pools of `n_procs` processes made here), folding them into `total` in file order."
-    pool = executor if executor is not None else partial(ProcessPoolExecutor, max_workers=n_procs)
+    pool = executor if executor is not None else _own_pools(n_procs)
     def fold(i, result):
         n = ranges[i][1] - ranges[i][0]
         total.add(result, n); update(n)
@@ -546,7 +546,7 @@ def _count_stream(documents: Iterable[str], specials: tuple[str, ...], pattern: 
         for _, fn, data, *args in chain(first, todo):  # unpacked: the counter itself
             total.add(fn(data, *args), len(data)); update(len(data))
     else:
-        pool = executor if executor is not None else partial(ProcessPoolExecutor, max_workers=w)
+        pool = executor if executor is not None else _own_pools(w)
         def fold(i, result):
             n = offsets[i + 1] - offsets[i]
             total.add(result, n); update(n)
@@ -919,6 +919,34 @@ class _Total:
         if self.table is not None: out, self.table = self.table.result(), None
         else: out, self.counts = self.counts, Counter()
         return out
+
+# %% ../nbs/03_parallel_chunking.ipynb #hlp00002
+class _HelpingPool(ProcessPoolExecutor):
+    "A process pool of `workers - 1` processes, whose `submit` runs a task in the caller whenever every process has two."
+    def __init__(self, workers: int  # workers in all, the caller being one
+                ):
+        super().__init__(max_workers=max(1, workers - 1))
+        self._away, self._ahead = set(), 2 * max(1, workers - 1)  # futures in the processes; how many before one runs here
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        "Run the task here, now, if the processes have enough to do (its future comes back done); else send it to them."
+        self._away = {f for f in self._away if not f.done()}
+        if len(self._away) < self._ahead:
+            fut = super().submit(fn, *args, **kwargs); self._away.add(fut); return fut
+        fut = Future(); fut.set_running_or_notify_cancel()
+        try: fut.set_result(fn(*args, **kwargs))
+        except Exception as e: fut.set_exception(e)
+        return fut
+
+def _own_pools(workers: int  # processes asked for
+              ) -> Callable[[], Executor]:
+    "The pool factory of a count: a `_HelpingPool` first; plain process pools after a lost worker, or with the `KILL_WORKER` hook."
+    made = []
+    def make() -> Executor:
+        helping = not made and workers > 1 and KILL_WORKER not in os.environ
+        made.append(helping)
+        return _HelpingPool(workers) if helping else ProcessPoolExecutor(max_workers=workers)
+    return make
 
 # %% ../nbs/03_parallel_chunking.ipynb #3c3f9ad6
 def _warn_if_missing(specials: tuple[str, ...], size: int, found: int, path: str, pattern: str, note: Callable):

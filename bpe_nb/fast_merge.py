@@ -542,6 +542,7 @@ class _Candidates:
 # %% ../nbs/02a_fast_merge.ipynb #7c7f45f9
 _FLAT_MAX = 2**31 - 1  # ids, positions and pair ids must fit the int32 arrays
 _COMPACT_FLOOR, _COMPACT_LEAST = 1 << 16, 1 << 12  # compact only beyond this many listed positions; only batches this long
+_TRIM_SITES = 1 << 14  # after a merge listed at more positions, the heap is trimmed
 
 def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
     "Whether ids (below `vocab_size`), positions and pair ids fit the int32 arrays, and every pair count the int64 sums."
@@ -574,7 +575,9 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
         a, b = pairs.x_a[k], pairs.y_a[k]
         new = run.add_merge((a, b), count)
         if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, link_a, w, pid_a, pairs)
-        else: ids = _merge_ids(k, a, b, new, sym, link, w, pid, pairs)
+        else:
+            ids = _merge_ids(k, a, b, new, sym, link, w, pid, pairs)
+            if pairs.hi_a[k] - pairs.lo_a[k] > _TRIM_SITES: trim_heap()  # its temporaries: glibc would keep them
         heap.add(ids)
         if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); trim_heap(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
 

@@ -588,7 +588,7 @@ def same_words_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_the_parents_peak_stays_within_three_times_the_final_counter(same_words_file, workers):
+def test_the_parents_peak_stays_within_five_times_the_final_counter(same_words_file, workers):
     import tracemalloc
     ranges = file_ranges(same_words_file, workers, [EOT], GPT2_PATTERN, min_chunk_size=1 << 14)
     assert len(ranges) >= 8  # keeping every range's counter would need about 8 times the final one
@@ -601,8 +601,10 @@ def test_the_parents_peak_stays_within_three_times_the_final_counter(same_words_
         tracemalloc.stop()
     final = _deep_size(counts)
     assert len(counts) > 29_000
-    # the total, plus up to 2 x workers packed ranges waiting to be folded (1.9-2.2x seen); keeping every range's counter: about 8x
-    assert peak <= 3 * final, (peak, final, peak / final)
+    # the total, up to 2 x workers packed ranges waiting to be folded, and the range the parent counts itself (it is one of
+    # the workers: `_HelpingPool`), its text's arrays traced too (3.5-4.0x seen; 1.9-2.2x before the parent counted);
+    # keeping every range's counter: about 8x more
+    assert peak <= 5 * final, (peak, final, peak / final)
 
 
 class CountingExecutor(InlineExecutor):
@@ -841,7 +843,7 @@ def test_train_bpe_forks_its_workers_before_the_hashing_thread_starts(tinystorie
                                               1 << 16, 1 << 14, sha256=True)
     finally: forks, _FORKS = _FORKS, None
     assert record["processes"] == 2 and record["ranges"] > 2
-    assert len(forks) >= 2  # each worker was forked from this process...
+    assert len(forks) >= 1  # the worker process was forked from this process (this one is the other worker)...
     assert not any("bpe_nb-sha256" in names for names in forks)  # ... before the hashing thread existed
     assert record["sha256"] == hashlib.sha256(tinystories_sample.read_bytes()).hexdigest()
 
@@ -866,7 +868,7 @@ def test_every_fork_of_a_training_run_finds_one_thread(tinystories_sample, tmp_p
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     n, kinds = out.stdout.strip().split(" ", 1)
-    assert int(n) >= 4  # 2 counting workers, 2 encoding workers
+    assert int(n) >= 3  # 1 counting worker (the parent is the other), 2 encoding workers
     assert kinds == "[('MainThread',)]", kinds
 
 
