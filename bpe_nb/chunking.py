@@ -819,9 +819,20 @@ def _packed_range(*args) -> tuple:
 # %% ../nbs/03_parallel_chunking.ipynb #tbl00002
 _KEYED_MAX = 64  # pre-tokens up to this many bytes are kept as NumPy keys; longer ones (few) in a dict
 
+_GATHER_ROWS = 1 << 12  # keys copied at a time: the index of a copy stays 8 bytes x 4,096 x the key length
+_I64_MAX = 2**63 - 1
+
 def _uints(a: array) -> np.ndarray:
     "An `array.array` of unsigned ints (a packed counter's lengths or counts) as int64 values."
-    return np.frombuffer(a, f"u{a.itemsize}").astype(np.int64) if len(a) else np.zeros(0, np.int64)
+    u = np.frombuffer(a, f"u{a.itemsize}") if len(a) else np.zeros(0, np.uint64)
+    if a.itemsize == 8 and len(u) and int(u.max()) > _I64_MAX: raise OverflowError("a pre-token's count is beyond 2**63 - 1")
+    return u.astype(np.int64)
+
+def _rows_at(b: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    "The `n` bytes of `b` from each of `starts`, as the rows of a 2-d array, copied `_GATHER_ROWS` rows at a time."
+    out, ar = np.empty((len(starts), n), np.uint8), np.arange(n)
+    for s in range(0, len(starts), _GATHER_ROWS): out[s:s + _GATHER_ROWS] = b[starts[s:s + _GATHER_ROWS, None] + ar]
+    return out
 
 class _Table:
     "A running total of packed counts in NumPy arrays: for each length, the sorted distinct pre-tokens with their counts and first-occurrence ranks."
@@ -840,7 +851,7 @@ class _Table:
         for grp in np.split(order, np.flatnonzero(np.diff(lens[order])) + 1) if len(order) else ():
             n = int(lens[grp[0]])
             if n == 0 or n > _KEYED_MAX: self._add_long(blob, starts[grp], n, cnt[grp], ranks[grp])
-            else: self._merge(n, b[starts[grp][:, None] + np.arange(n)].view(f"S{n}").ravel(), cnt[grp], ranks[grp])
+            else: self._merge(n, _rows_at(b, starts[grp], n).view(f"S{n}").ravel(), cnt[grp], ranks[grp])
 
     def _add_long(self, blob: bytes, starts: np.ndarray, n: int, counts: np.ndarray, ranks: np.ndarray):
         "Add pre-tokens of length `n` (0 or beyond `_KEYED_MAX`) to the dict, one at a time."
@@ -865,7 +876,9 @@ def _merge(self: _Table, n: int,  # the length of every key
     at = np.searchsorted(K, keys)
     hit = np.zeros(len(keys), bool); inside = at < len(K)
     hit[inside] = K[at[inside]] == keys[inside]
-    self.counts[n][at[hit]] += counts[hit]  # distinct keys: distinct places
+    C, add = self.counts[n], counts[hit]
+    if len(add) and (add > _I64_MAX - C[at[hit]]).any(): raise OverflowError("a pre-token's count is beyond 2**63 - 1")
+    C[at[hit]] += add  # distinct keys: distinct places
     if hit.all(): return
     new = ~hit; at = at[new]
     self.keys[n], self.counts[n], self.first[n] = (np.insert(K, at, keys[new]), np.insert(self.counts[n], at, counts[new]),
@@ -887,9 +900,9 @@ def result(self: _Table) -> Counter[bytes]:
     out, i = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8), 0
     for n in lengths:  # each length's keys go to their places, then its arrays go
         K = self.keys.pop(n); self.counts.pop(n); self.first.pop(n)
-        starts = ends[place[i:i + len(K)]] - n
-        out[starts[:, None] + np.arange(n)] = K.view(np.uint8).reshape(len(K), n)
-        i += len(K); del K, starts
+        starts, rows, ar = ends[place[i:i + len(K)]] - n, K.view(np.uint8).reshape(len(K), n), np.arange(n)
+        for s in range(0, len(K), _GATHER_ROWS): out[starts[s:s + _GATHER_ROWS, None] + ar] = rows[s:s + _GATHER_ROWS]
+        i += len(K); del K, starts, rows
     for (t, _), p in zip(long, place[i:].tolist()): out[ends[p] - len(t):ends[p]] = np.frombuffer(t, np.uint8)
     del place, long
     blob = out.tobytes(); del out

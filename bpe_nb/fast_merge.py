@@ -326,6 +326,7 @@ def _flatten_counts(counts: dict,  # pre-token bytes -> count (`_plain_counts`);
     lens, n = lens[keep], n[keep]
     seps = np.zeros(len(lens) + 1, np.int64); np.cumsum(lens + 1, out=seps[1:])  # as in `_flatten_run`
     sym = np.empty(int(seps[-1]) + 1, dtype)  # no page of it is memory until written
+    sym[0] = sym[-1] = _SEP  # (the only symbols of an empty table)
     for lo in reversed(range(0, len(keep), _WORDS)):  # the table's rows lo.., from its end
         items = [counts.popitem() for _ in range(len(keep) - lo)][::-1]
         k0, k1 = int(before[lo]), int(before[len(keep)])  # the kept pre-tokens of these rows
@@ -611,8 +612,8 @@ def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass;
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
     if counts is not None:
         if not _plain_counts(counts): raise TypeError("counts must be a dict of bytes -> non-negative int, as counting makes it")
-        if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX): # the simple loop, on what `TrainingRun` keeps
-            run.pretokens = [(w, n) for w, n in counts.items() if n and len(w) > 1]; counts.clear()
+        if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX) or max(counts.values(), default=0) >= 2**63:
+            run.pretokens = [(w, n) for w, n in counts.items() if n and len(w) > 1]; counts.clear()  # the simple loop's list
     words = run.pretokens
     symbols = sum(len(p) for p, _ in words)
     if (len(run.vocab) + run.planned > _FLAT_MAX or 3 * (symbols + len(words)) >= _FLAT_MAX

@@ -330,3 +330,24 @@ def test_a_task_that_always_dies_mid_message_is_named_not_hung():
     t.start(); t.join(60)
     assert not t.is_alive(), "hung on a pool whose worker died mid-message"
     assert len(caught) == 1 and "while task 3" in caught[0]
+
+
+def _kill_my_process_once(marker: str, i: int) -> int:
+    "Return `i`; the first call of all made in a worker process (never in the parent) kills that process (SIGKILL)."
+    if multiprocessing.parent_process() is not None:
+        try: os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError: return i
+        os.kill(os.getpid(), signal.SIGKILL)
+    return i
+
+
+def test_a_pool_that_counts_in_the_parent_too_survives_a_lost_worker(tmp_path, monkeypatch):
+    "`_own_pools`: the first pool runs tasks in the parent as well (`_HelpingPool`); its worker dies once; the lost tasks run again in a plain pool; every result comes, once, in order."
+    monkeypatch.delenv(KILL_WORKER, raising=False)
+    pools, made = chunking._own_pools(2), []
+    def make():
+        ex = pools(); made.append(type(ex)); return ex
+    marker = tmp_path / "died"
+    out = list(chunking.completed_in_order(make, [(_kill_my_process_once, str(marker), i) for i in range(10)], 4))
+    assert marker.exists() and out == [(i, i) for i in range(10)]
+    assert made[0] is chunking._HelpingPool and len(made) >= 2 and set(made[1:]) == {ProcessPoolExecutor}
