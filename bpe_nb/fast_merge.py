@@ -239,7 +239,7 @@ class _Pairs:
         return self.batches[bisect_right(self.first, k) - 1][self.lo_a[k]:self.hi_a[k]]
 
 # %% ../nbs/02a_fast_merge.ipynb #cmp00002
-_CHUNK = 1 << 18  # positions per step of `compact` and of the initial index: their temporaries stay a few MB
+_CHUNK = 1 << 16  # positions per step of `compact` and of the initial index: their temporaries stay 1-2 MB
 _RESIZE_CHECKED = sys.version_info < (3, 14)  # `ndarray.resize` sees every view of the array (numpy#30265: not always on 3.14)
 
 @patch
@@ -319,12 +319,13 @@ def _flatten_counts(counts: dict,  # pre-token bytes -> count (`_plain_counts`);
                     dtype=np.int32  # of `sym`
                    ) -> tuple[tuple[array, np.ndarray], _Weights]:
     "`_flatten_run` of the pre-tokens `TrainingRun(counts)` would hold, straight from the table: no list beside it."
-    lens = np.fromiter(map(len, counts), np.int64, len(counts))
+    lens = np.fromiter(map(len, counts), np.int32, len(counts))  # (`_fits_flat`: every length and row fits 32 bits)
     n = np.fromiter(counts.values(), np.int64, len(counts))
     keep = (lens > 1) & (n > 0)  # as `TrainingRun`: a pre-token that holds a pair, with a count
-    before = np.concatenate([[0], np.cumsum(keep)])  # kept pre-tokens before each row of the table
+    before = np.zeros(len(keep) + 1, np.int32); np.cumsum(keep, out=before[1:])  # kept pre-tokens before each row
     lens, n = lens[keep], n[keep]
-    seps = np.zeros(len(lens) + 1, np.int64); np.cumsum(lens + 1, out=seps[1:])  # as in `_flatten_run`
+    lens += 1  # each with the separator before it
+    seps = np.zeros(len(lens) + 1, np.int64); np.cumsum(lens, out=seps[1:]); del lens  # as in `_flatten_run`
     sym = np.empty(int(seps[-1]) + 1, dtype)  # no page of it is memory until written
     sym[0] = sym[-1] = _SEP  # (the only symbols of an empty table)
     for lo in reversed(range(0, len(keep), _WORDS)):  # the table's rows lo.., from its end
