@@ -478,7 +478,7 @@ def count_pretokens_file(path: str | os.PathLike,  # a UTF-8 text file (every wo
 def _count_on_pool(path: str, ranges: list[tuple[int, int]], args: tuple, total: _Total, update: Callable,
                    n_procs: int, executor: Executor | None,
                    on_started: Callable[[], None] | None = None):  # called once the first tasks are submitted
-    "Count the ranges on `executor` (None: pools of `n_procs` processes made here), folding them into `total` in file order."
+    "Count the ranges on `executor` (None: pools made here, `n_procs` workers with this process), folding them into `total` in file order."
     pool = executor if executor is not None else _own_pools(n_procs)
     def fold(i, result):
         n = ranges[i][1] - ranges[i][0]
