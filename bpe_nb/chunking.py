@@ -27,7 +27,7 @@ from typing import BinaryIO, Iterator, NamedTuple
 __all__ = ['SAFE_SPACE_BACK', 'SAFE_SPACE', 'Piece', 'TEMP_NAME', 'KILL_WORKER', 'check_int', 'find_chunk_boundaries',
            'last_safe_space', 'Block', 'read_blocks', 'renamed_block_size', 'read_pieces', 'file_ranges',
            'CountProgress', 'MissingSpecialTokenWarning', 'count_pretokens_file', 'count_documents', 'open_temp',
-           'atomic_write', 'atomic_write_all', 'completed_in_order', 'count_file', 'WorkerLostError']
+           'atomic_write', 'atomic_write_all', 'completed_in_order', 'CountTable', 'count_file', 'WorkerLostError']
 
 # %% ../nbs/03_parallel_chunking.ipynb #ab6619a3
 from .pretokenize import (check_special_tokens, GPT2_PATTERN, CL100K_PATTERN, PROVEN_PATTERNS, GPT2_ASCII, not_covered_error, first_gap,
@@ -834,8 +834,8 @@ def _rows_at(b: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
     for s in range(0, len(starts), _GATHER_ROWS): out[s:s + _GATHER_ROWS] = b[starts[s:s + _GATHER_ROWS, None] + ar]
     return out
 
-class _Table:
-    "A running total of packed counts in NumPy arrays: for each length, the sorted distinct pre-tokens with their counts and first-occurrence ranks."
+class CountTable:
+    "Pre-token counts in NumPy arrays, no Python object per pre-token: for each length, the sorted distinct pre-tokens with their counts and first-occurrence ranks."
     def __init__(self):
         self.keys, self.counts, self.first = {}, {}, {}  # length -> sorted `S<length>` keys; their counts; their ranks
         self.long, self.seen = {}, 0  # the longer pre-tokens -> [count, rank]; ranks given so far
@@ -862,7 +862,7 @@ class _Table:
 
 # %% ../nbs/03_parallel_chunking.ipynb #tbl00004
 @patch
-def _merge(self: _Table, n: int,  # the length of every key
+def _merge(self: CountTable, n: int,  # the length of every key
            keys: np.ndarray,  # `S<n>` keys of the range
            counts: np.ndarray, ranks: np.ndarray  # theirs, in the same order
           ):
@@ -888,7 +888,7 @@ def _merge(self: _Table, n: int,  # the length of every key
 _RESULT_BLOCK = 1 << 14  # entries put into the Counter at a time
 
 @patch
-def result(self: _Table) -> Counter[bytes]:
+def result(self: CountTable) -> Counter[bytes]:
     "The total as a `Counter`, in the order the pre-tokens first occurred (the table is emptied)."
     lengths, long = sorted(self.keys), list(self.long.items()); self.long = {}
     def column(get, last):  # one array over all lengths (in `lengths` order), then the long ones
@@ -913,6 +913,43 @@ def result(self: _Table) -> Counter[bytes]:
         dict.update(total, zip(map(blob.__getitem__, map(slice, s.tolist(), e.tolist())), counts[lo:lo + len(e)].tolist()))
     return total
 
+# %% ../nbs/03_parallel_chunking.ipynb #tbl00013
+@patch
+def __len__(self: CountTable) -> int:
+    "The distinct pre-tokens in the table."
+    return sum(map(len, self.keys.values())) + len(self.long)
+
+@patch
+def total(self: CountTable) -> int:
+    "The pre-tokens counted, all occurrences (as `Counter.total`)."
+    return sum(int(c.sum()) for c in self.counts.values()) + sum(e[0] for e in self.long.values())
+
+@patch
+def flatten(self: CountTable,
+            dtype=np.int32  # of the symbols: int16 for a loop whose ids stay below 2**15
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "The pre-tokens of two bytes or more in first-occurrence order, as chapter 02a's loop takes them: `(sym, seps, counts)` (the table is emptied)."
+    for n in [n for n in self.keys if n < 2]: self.keys.pop(n); self.counts.pop(n); self.first.pop(n)  # no pair in them
+    lengths, long = sorted(self.keys), [(t, e) for t, e in self.long.items() if len(t) > 1]; self.long = {}
+    def column(get, last):  # one array over all lengths (in `lengths` order), then the long ones
+        return np.concatenate([get(n) for n in lengths] + [np.array(last, np.int64)])
+    order = np.argsort(column(self.first.pop, [e[1] for _, e in long]), kind="stable")  # (the ranks go once sorted)
+    counts = column(self.counts.pop, [e[0] for _, e in long])[order]
+    seps = np.zeros(len(order) + 1, np.int64)  # separator i is before pre-token i, the last one after them all
+    np.cumsum(column(lambda n: np.full(len(self.keys[n]), n + 1, np.int64), [len(t) + 1 for t, _ in long])[order],
+              out=seps[1:])
+    place = np.empty_like(order); place[order] = np.arange(len(order)); del order  # each row's place in the result
+    sym = np.empty(int(seps[-1]) + 1, dtype)
+    sym[seps] = -1
+    i = 0
+    for n in lengths:  # each length's keys go to their places, then its arrays go
+        K = self.keys.pop(n)
+        starts, rows, ar = seps[place[i:i + len(K)]] + 1, K.view(np.uint8).reshape(len(K), n), np.arange(n)
+        for s in range(0, len(K), _GATHER_ROWS): sym[starts[s:s + _GATHER_ROWS, None] + ar] = rows[s:s + _GATHER_ROWS]
+        i += len(K); del K, starts, rows
+    for (t, _), p in zip(long, place[i:].tolist()): sym[seps[p] + 1:seps[p + 1]] = np.frombuffer(t, np.uint8)
+    return sym, seps, counts
+
 # %% ../nbs/03_parallel_chunking.ipynb #0f029df1
 class _Total:
     "The running sum of per-range counts, added in file order: each range's counts are added in, then dropped."
@@ -921,15 +958,18 @@ class _Total:
     def add(self, result: tuple, n_bytes: int = 0):  # a range's (counts, specials seen), counts packed or not; its size
         c, k = result
         if isinstance(c, tuple) or self.table is not None:  # packed counts, and any counts after them: the table
-            if self.table is None: self.table = _Table(); self.table.add(_pack(self.counts)); self.counts = Counter()
+            if self.table is None: self.table = CountTable(); self.table.add(_pack(self.counts)); self.counts = Counter()
             self.table.add(c if isinstance(c, tuple) else _pack(c))
         elif self.counts: self.counts.update(c)
         else: self.counts = c  # the first range: no copy
         self.specials += k; self.bytes += n_bytes
 
-    def result(self) -> Counter[bytes]:
+    def result(self, packed: bool = False  # a `CountTable` instead of a `Counter`
+              ) -> Counter[bytes] | CountTable:
         "The counts, in the order the pre-tokens first occurred (the total is emptied)."
-        if self.table is not None: out, self.table = self.table.result(), None
+        if packed and self.table is None: self.table = CountTable(); self.table.add(_pack(self.counts)); self.counts = Counter()
+        if packed: out, self.table = self.table, None
+        elif self.table is not None: out, self.table = self.table.result(), None
         else: out, self.counts = self.counts, Counter()
         return out
 
@@ -990,7 +1030,8 @@ def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must 
                desc: str = "counting pre-tokens",  # the progress bar's label
                sha256: bool = False,  # also hash the file (read alongside the workers)
                piece_size: int | None = None,  # deprecated: the old name of `block_size`
-              ) -> tuple[Counter[bytes], dict]:
+               packed: bool = False,  # return a `CountTable` (NumPy arrays, see Details) instead of a `Counter`
+              ) -> tuple[Counter[bytes] | CountTable, dict]:
     "`count_pretokens_file`, also returning a record of the run: bytes, ranges, processes, special tokens found, SHA-256 (if asked), seconds."
     block_size = renamed_block_size(block_size, piece_size)
     specials = _check_count_args(special_tokens, workers, executor, pattern, errors, block_size, min_chunk_size)
@@ -1013,7 +1054,7 @@ def count_file(path: str | os.PathLike,  # a UTF-8 text file (every worker must 
     finally:
         if background is not None: background.cancel()
         close()
-    return total.result(), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
+    return total.result(packed), dict(bytes=size, ranges=len(ranges), processes=n_procs, special_tokens_found=total.specials,
                                 sha256=digest, seconds=round(perf_counter() - started, 6))
 
 # %% ../nbs/03_parallel_chunking.ipynb #973d86e4

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02a_fast_merge.ipynb #82a676cc
 from __future__ import annotations
-import ctypes, gc, sys
+import ctypes, gc, mmap, sys
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -197,24 +197,30 @@ _malloc_trim = None  # the C function, once looked up (False: there is none)
 
 
 # %% ../nbs/02a_fast_merge.ipynb #203c8028
+def _anon(nbytes: int  # its size (at least 1)
+         ) -> mmap.mmap:
+    "`nbytes` of zeroed private memory, mapped: a page costs nothing until written, and on Linux the map grows in place."
+    private = getattr(mmap, "MAP_PRIVATE", None)  # (Windows has no flags)
+    return mmap.mmap(-1, nbytes) if private is None else mmap.mmap(-1, nbytes, flags=private | mmap.MAP_ANONYMOUS)
+
 class _Pairs:
-    "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a `_twin`: `count`, `count_a`, ...)."
+    "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a NumPy view `count` and a memoryview `count_a` of one map)."
     _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, lo=np.int32, hi=np.int32)  # lo, hi: its slice of its batch
 
     def __init__(self, capacity: int = 1 << 16):  # ids before the first growth
         self.n, self.batches, self.first = 0, [], []  # ids given so far; the position arrays, one per `add`; each one's first id
-        self.listed = 0  # positions in all batches
-        for f in self._FIELDS: setattr(self, f, None); self._grow(f, capacity)
+        self.listed, self.maps = 0, {}  # positions in all batches; field -> its memory
+        for f in self._FIELDS: self._grow(f, max(capacity, 1))
 
-    def _grow(self, f: str, cap: int):  # field `f` becomes a twin of `cap` entries, the first `n` kept
-        t, dtype = getattr(self, f + "_a", None), self._FIELDS[f]
-        if t is None: t = _twin(cap, dtype)[0]
-        else:
-            setattr(self, f, None)  # its view goes, so that the array can grow where it is (realloc: no second copy)
-            try: t.extend(array(t.typecode, [0]) * (cap - len(t)))
-            except BufferError:  # someone holds another view: a new array, the old one left as it was
-                new, view = _twin(cap, dtype); view[:self.n] = np.frombuffer(t, dtype)[:self.n]; t = new
-        setattr(self, f + "_a", t); setattr(self, f, np.frombuffer(t, dtype))
+    def _grow(self, f: str, cap: int):  # field `f` gets room for `cap` entries, the first `n` kept
+        dtype, m = np.dtype(self._FIELDS[f]), self.maps.get(f)
+        setattr(self, f, None); setattr(self, f + "_a", None)  # its views go, so that the map can grow where it is
+        try: m.resize(cap * dtype.itemsize)  # Linux: `mremap`, no copy; the new pages are not memory until written
+        except (AttributeError, BufferError, OSError, SystemError):  # no map yet; a view of it alive elsewhere; no `mremap`
+            new = _anon(cap * dtype.itemsize)
+            if m is not None: np.frombuffer(new, dtype)[:self.n] = np.frombuffer(m, dtype)[:self.n]  # the old map left as it was
+            m = self.maps[f] = new
+        setattr(self, f, np.frombuffer(m, dtype)); setattr(self, f + "_a", memoryview(m).cast(_TYPECODES[dtype]))
 
     def add(self, xs, ys,  # the new pairs' left and right ids
             counts,  # their counts
@@ -226,7 +232,6 @@ class _Pairs:
         if n + k > len(self.count):  # grow all arrays, by half or more
             cap = max(n + k, len(self.count) * 3 // 2)  # (computed once: `len(self.count)` changes when `count` has grown)
             for f in self._FIELDS: self._grow(f, cap)
-            trim_heap()  # the old arrays' memory
         s = slice(n, n + k)
         self.count[s], self.x[s], self.y[s], self.lo[s] = counts, xs, ys, starts
         if k: self.hi[n:n + k - 1], self.hi[n + k - 1] = starts[1:], len(positions)
@@ -386,26 +391,19 @@ def _index_ids(sym: np.ndarray,  # the symbols, from `_flatten`
     return ids
 
 # %% ../nbs/02a_fast_merge.ipynb #lnk00002
-def _link(n: int,  # positions in the flat array
-          dtype=np.int32  # int16 when every pre-token is shorter than 2**15 positions
-         ) -> tuple[array, np.ndarray]:
-    "The twin of `link` for `n` positions, each its own token: every span 0."
-    return _twin(n, dtype)
+def _nxt(sym: np.ndarray, P: np.ndarray) -> np.ndarray:
+    "`nxt[P]` read from `sym`, for positions `P` that start tokens: one past each token's last position."
+    return P + np.maximum(-sym[P + 1], 1)  # the next position starts a token (at least -1), or holds this one's span d as -1 - d
 
-def _nxt(link: np.ndarray, P: np.ndarray) -> np.ndarray:
-    "`nxt[P]` read from `link`, for positions `P` that start tokens: one past each token's last position."
-    return P + link[P] + 1
-
-def _prv(link: np.ndarray, P: np.ndarray) -> np.ndarray:
-    "`prv[P]` read from `link`, for positions `P` that start tokens: where the token before each one starts."
-    return P - 1 - link[P - 1]
-
+def _prv(sym: np.ndarray, P: np.ndarray) -> np.ndarray:
+    "`prv[P]` read from `sym`, for positions `P` that start tokens: where the token before each one starts."
+    return P + np.minimum(sym[P - 1], -1)  # the position before starts its token, or ends it with its span as -1 - d
 
 # %% ../nbs/02a_fast_merge.ipynb #3916b17b
 def _merge_ids(k: int,  # the id of the pair being merged
                a: int, b: int,  # the pair
                new: int,  # its new token id
-               sym: np.ndarray, link: np.ndarray,  # the symbols and the tokens' spans (updated)
+               sym: np.ndarray,  # the symbols, and inside each token its span (updated)
                w,  # the count of each position's pre-token: an array, or `_Weights`
                pid: np.ndarray,  # the pair id at each position (updated)
                pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
@@ -415,14 +413,15 @@ def _merge_ids(k: int,  # the id of the pair being merged
     P = P[pid[P] == k]
     if a == b and len(P) > 1:  # leftmost first in a run `a a a`, as `_live_sites`
         P = np.sort(P)
-        before = _prv(link, P)
+        before = _prv(sym, P)
         cont = P[np.minimum(np.searchsorted(P, before), len(P) - 1)] == before
         first = np.flatnonzero(~cont)
         P = P[(np.arange(len(P)) - first[np.cumsum(~cont) - 1]) % 2 == 0]
-    Q = _nxt(link, P); E = Q + link[Q]; R = E + 1  # the second token ends at E
-    left, right = pid[_prv(link, P)], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
-    sym[P] = new; sym[Q] = _DEAD; link[P] = link[E] = E - P  # rewrite: one token from P to E
-    wt, L = w[P].astype(np.int64, copy=False), _prv(link, P)  # counts are summed in 64 bits
+    Q = _nxt(sym, P); R = _nxt(sym, Q); E = R - 1  # the second token ends at E
+    left, right = pid[_prv(sym, P)], pid[Q]  # the pairs withdrawn on each side, read before the rewrite
+    span = P - R  # -1 - (E - P): the merged token's span, as written inside it
+    sym[Q] = _DEAD; sym[P + 1] = span; sym[E] = span; sym[P] = new  # rewrite: one token from P to E
+    wt, L = w[P].astype(np.int64, copy=False), _prv(sym, P)  # counts are summed in 64 bits
     x, y = sym[L], sym[R]
     ml, mr = x >= 0, (y >= 0) & (y != new)  # a separator is no neighbour; nor is the next site
     wlr = np.concatenate((wt[ml], wt[mr]))  # a pair was withdrawn exactly where one is born: `ml` and `mr`
@@ -448,14 +447,14 @@ def _merge_ids(k: int,  # the id of the pair being merged
 def _merge_ids_small(k: int,  # the id of the pair being merged
                      a: int, b: int,  # the pair
                      new: int,  # its new token id
-                     sym: array, link: array,  # the symbols and the tokens' spans, as `array.array`s (updated)
+                     sym: array,  # the symbols and the spans inside tokens, as an `array.array` (updated)
                      w,  # the count of each position's pre-token: an `array.array`, or `_Weights`
                      pid: array,  # the pair id at each position (updated)
                      pairs: _Pairs  # the pairs (counts lowered; gains the new pairs)
                     ) -> np.ndarray | None:
     "`_merge_ids` one site at a time, in Python: for a pair listed at few positions."
-    nxt = lambda p: p + link[p] + 1  # `_nxt` and `_prv` for one position
-    prv = lambda p: p - 1 - link[p - 1]
+    nxt = lambda p: p + max(-sym[p + 1], 1)  # `_nxt` and `_prv` for one position
+    prv = lambda p: p + min(sym[p - 1], -1)
     sites = []
     P = pairs.sites(k)
     for p in sorted(P if isinstance(P, list) else P.tolist()):  # ints, not NumPy scalars
@@ -468,10 +467,11 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
         gone[k] += n
     for p in sites:  # rewrite: one token from p to e
         q = nxt(p); e = nxt(q) - 1
-        sym[p] = new; sym[q] = _DEAD; link[p] = link[e] = e - p; pid[q] = pid[p] = -1
+        sym[q] = _DEAD; sym[p + 1] = sym[e] = p - e - 1; sym[p] = new; pid[q] = pid[p] = -1
     count = pairs.count_a  # Python ints
     for g, n in gone.items(): count[g] -= n
-    if count[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
+    del count  # (a view of the table: it could not grow in place below)
+    if pairs.count_a[k]: raise AssertionError(f"pair {a, b} still counted {pairs.count[k]} after its merge")  # a bug
     born = defaultdict(lambda: [0, []])  # new pair -> [count, positions]
     for p in sites:  # register
         n, l = w[p], prv(p)
@@ -487,6 +487,8 @@ def _merge_ids_small(k: int,  # the id of the pair being merged
     return ids
 
 # %% ../nbs/02a_fast_merge.ipynb #abf1b2ee
+_LOWER_BLOCK = 1 << 16  # waiting ids read at a time when the floor is lowered
+
 class _Candidates:
     "The lazy heap of `merge_loop` over pair ids, holding only pairs counted at least `floor`; the others wait."
     def __init__(self, run: TrainingRun,  # the run: its `key` and `allowed`
@@ -521,13 +523,16 @@ class _Candidates:
         heap = self.heap
         self.floor = (-heap[0][0][0] if heap else 0) // 2
         if self.few: self.waiting.append(np.array(self.few, dtype=np.int32)); self.few = []
-        if not self.waiting: return
-        ids = np.concatenate(self.waiting)
-        c = self.pairs.count[ids]
-        high = c >= self.floor
-        for e in self._entries(ids[high].tolist()): heappush(heap, e)
-        rest = ids[(c > 0) & ~high]
-        self.waiting = [rest] if len(rest) else []
+        waiting, self.waiting, rest = self.waiting, [], []
+        while waiting:  # `_LOWER_BLOCK` ids at a time, the waiting arrays freed as they are read: its temporaries stay small
+            block, size = [], 0
+            while waiting and size < _LOWER_BLOCK: block.append(waiting.pop()); size += len(block[-1])
+            ids = np.concatenate(block); del block
+            c = self.pairs.count[ids]
+            high = c >= self.floor
+            for e in self._entries(ids[high].tolist()): heappush(heap, e)
+            rest.append(ids[(c > 0) & ~high])
+        if rest and len(ids := np.concatenate(rest)): self.waiting = [ids]
 
     def pop(self) -> tuple[int, int] | None:
         "Pop the best live pair: `(id, count)`; None when no pair is left."
@@ -555,19 +560,24 @@ def _fits_flat(counts, vocab_size, limit: int = _FLAT_MAX) -> bool:
                 and symbols * max(counts.values(), default=0) < 2**63)  # a pair count is at most that product
     except TypeError: return True  # not a count table: `TrainingRun` says what is wrong
 
+def _sym_dtype(run: TrainingRun) -> np.dtype:
+    "int16 if every id of the run fits 16 bits (`sym` takes 2 bytes per position), else int32."
+    return np.dtype(np.int16 if len(run.vocab) + run.planned <= 2**15 else np.int32)
+
 def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples of ids
-               counts: dict | None = None  # the table to take the pre-tokens from instead (`_flatten_counts`: emptied)
+               counts: dict | None = None,  # the table to take the pre-tokens from instead (`_flatten_counts`: emptied)
+               flat: list | None = None  # or the pre-tokens already laid out: `[sym, seps, counts]`, as `fast_merge_loop` takes them (emptied)
               ) -> None:
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
-    small_ids = len(run.vocab) + run.planned <= 2**15  # every id fits 16 bits: `sym` takes 2 bytes per position
-    dtype = np.int16 if small_ids else np.int32
-    (sym_a, sym), w = _flatten_run(run, dtype) if counts is None else _flatten_counts(counts, dtype)
+    dtype = _sym_dtype(run)
+    if flat: w = _Weights(flat[1], flat[2]); (sym_a, sym), _ = _twin(flat[0]), flat.clear()  # (nothing else holds them)
+    else: (sym_a, sym), w = _flatten_run(run, dtype) if counts is None else _flatten_counts(counts, dtype)
     run.pretokens = None; trim_heap()  # the arrays hold them now
+    short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
+    if not short and sym.dtype == np.int16: (sym_a, sym), _ = _twin(sym.astype(np.int32)), trim_heap()  # (rare: a long pre-token)
     pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
-    ids = _index_ids(sym, w, pairs, pid); trim_heap()  # before the links: its temporaries and the links never coexist
-    short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
-    link_a, link = _link(len(sym), np.int16 if short else np.int32)
+    ids = _index_ids(sym, w, pairs, pid); trim_heap()
     heap = _Candidates(run, pairs, ids)
     limit = pairs.listed * 3 // 2  # compact when the batches list half again the positions they did after the last compaction
     while len(run.merges) < run.planned:
@@ -576,9 +586,9 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
         k, count = best
         a, b = pairs.x_a[k], pairs.y_a[k]
         new = run.add_merge((a, b), count)
-        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, link_a, w, pid_a, pairs)
+        if pairs.hi_a[k] - pairs.lo_a[k] <= _SMALL_MERGE: ids = _merge_ids_small(k, a, b, new, sym_a, w, pid_a, pairs)
         else:
-            ids = _merge_ids(k, a, b, new, sym, link, w, pid, pairs)
+            ids = _merge_ids(k, a, b, new, sym, w, pid, pairs)
             if pairs.hi_a[k] - pairs.lo_a[k] > _TRIM_SITES: trim_heap()  # its temporaries: glibc would keep them
         heap.add(ids)
         if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); trim_heap(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
@@ -608,9 +618,21 @@ def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> co
 
 # %% ../nbs/02a_fast_merge.ipynb #f1957f34
 def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass; `pretokens` bytes or tuples of ids
-                    counts: dict | None = None  # instead of `run.pretokens`: the count table itself, bytes -> int (emptied)
+                    counts=None  # instead of `run.pretokens`: the count table itself, bytes -> int, or a table with `flatten` (emptied)
                    ) -> None:
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
+    if counts is not None and not isinstance(counts, dict) and hasattr(counts, "flatten"):  # a table that lays itself out
+        flat = list(counts.flatten(_sym_dtype(run))); counts = None  # (a list: `_flat_loop` empties it, so the arrays go once copied)
+        symbols = len(flat[0]) - len(flat[1])
+        if 3 * len(flat[0]) < _FLAT_MAX and symbols * int(flat[2].max(initial=0)) < 2**63:  # as `_fits_flat`
+            enabled = gc.isenabled()
+            gc.disable()
+            try: _flat_loop(run, flat=flat)
+            finally:
+                if enabled: gc.enable()
+            return
+        sym, seps, n = flat[0], flat[1].tolist(), flat[2]; del flat  # too large for the arrays: the simple loop's list
+        run.pretokens = [(sym[a + 1:b].astype(np.uint8).tobytes(), int(c)) for a, b, c in zip(seps, seps[1:], n)]
     if counts is not None:
         if not _plain_counts(counts): raise TypeError("counts must be a dict of bytes -> non-negative int, as counting makes it")
         if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX) or max(counts.values(), default=0) >= 2**63:

@@ -18,7 +18,7 @@ from .pretokenize import GPT2_PATTERN, check_special_tokens
 from .naive import BPEModel, TrainingRun, train_naive
 from .incremental import FAST_LOOPS, train_incremental
 from .fast_merge import fast_merge_loop, train_incremental_fast
-from .chunking import count_documents, count_file, renamed_block_size
+from .chunking import CountTable, count_documents, count_file, renamed_block_size
 
 # %% ../nbs/03a_training.ipynb #224df12a
 TRAINERS = {"incremental": train_incremental, "naive": train_naive}  # what `trainer=` names
@@ -40,10 +40,11 @@ def _check_training(trainer, vocab_size, special_tokens, tie_break, min_frequenc
     return None, specials, specials, limits, GPT2_PATTERN if pattern is None else pattern
 
 def _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base) -> BPEModel:
-    "Run the trainer on `counts` (emptied on the way: the callers read what they need from them first): from scratch, or continuing `base`."
+    "Run the trainer on `counts` (a `Counter` or a `CountTable`, emptied on the way: the callers read what they need from them first): from scratch, or continuing `base`."
+    fast = base is None and TRAINERS[trainer] is train_incremental and FAST_LOOPS[-1:] == [train_incremental_fast]
+    if isinstance(counts, CountTable) and not fast: counts = counts.result()  # the other trainers take a `Counter`
     if base is not None: return _bases()["train"](base, counts, vocab_size, specials, trainer, tie_break, progress, **limits)
-    if TRAINERS[trainer] is not train_incremental or FAST_LOOPS[-1:] != [train_incremental_fast]:
-        return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
+    if not fast: return TRAINERS[trainer](counts, vocab_size, specials, tie_break=tie_break, progress=progress, **limits)
     enabled = gc.isenabled()
     gc.disable()  # as `train_incremental_fast`: millions of objects, no cycles
     try:  # its steps, with the pre-tokens taken from the count table into the loop's arrays, which empties it
@@ -76,8 +77,8 @@ def train_bpe(path: str | os.PathLike,  # the training corpus, a UTF-8 text file
                                                             max_token_length, base, pattern)
     block_size = renamed_block_size(block_size, piece_size)
     counts, record = count_file(path, separators, workers, executor, pattern, errors, progress, block_size,
-                                min_chunk_size, sha256=True)
-    seen = dict(pretokens=sum(counts.values()), distinct_pretokens=len(counts))  # (the training empties `counts`)
+                                min_chunk_size, sha256=True, packed=True)  # a `CountTable`: no `Counter` of the corpus
+    seen = dict(pretokens=counts.total(), distinct_pretokens=len(counts))  # (the training empties `counts`)
     model = _train_counts(counts, vocab_size, specials, trainer, tie_break, progress, limits, base)
     model.info.update(corpus=os.path.abspath(os.fspath(path)), corpus_bytes=record["bytes"],
                       corpus_sha256=record["sha256"], pattern=pattern, **seen,

@@ -694,7 +694,7 @@ _piece = st.binary(max_size=3) | st.binary(min_size=chunking._KEYED_MAX - 1, max
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.dictionaries(_piece, st.integers(1, 2**40), max_size=12), max_size=5), st.booleans())
 def test_the_packed_total_sums_like_a_counter_in_first_occurrence_order(ranges, counter_first):
-    "`_Total` over packed ranges (its `_Table`) against `Counter.update`: the same counts, the same order; NUL bytes and lengths around `_KEYED_MAX` kept."
+    "`_Total` over packed ranges (its `CountTable`) against `Counter.update`: the same counts, the same order; NUL bytes and lengths around `_KEYED_MAX` kept."
     total, want = chunking._Total(), Counter()
     for i, r in enumerate(ranges):
         c = Counter(r)
@@ -704,6 +704,28 @@ def test_the_packed_total_sums_like_a_counter_in_first_occurrence_order(ranges, 
     assert list(got.items()) == list(want.items())
     assert total.specials == sum(range(len(ranges))) and total.bytes == len(ranges)
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(_piece, st.integers(1, 2**40), max_size=12), max_size=5), st.booleans(),
+       st.sampled_from(["int16", "int32"]))
+def test_a_table_lays_out_what_its_counter_holds(ranges, counter_first, dtype):
+    "`CountTable.flatten` against the `Counter` of the same ranges: the pre-tokens of two bytes or more, in first-occurrence order, each between separators, with its count."
+    import numpy as np
+    total, want = chunking._Total(), Counter()
+    for i, r in enumerate(ranges):
+        c = Counter(r)
+        total.add((c.copy() if counter_first and i == 0 else chunking._pack(c), 0), 1)
+        want.update(c)
+    table = total.result(packed=True)
+    assert (len(table), table.total()) == (len(want), want.total())
+    sym, seps, counts = table.flatten(np.dtype(dtype))
+    assert sym.dtype == np.dtype(dtype) and len(sym) == seps[-1] + 1 and (sym[seps] == -1).all()
+    inside = np.ones(len(sym), bool); inside[seps] = False
+    assert (sym[inside] >= 0).all()
+    got = [(sym[a + 1:b].astype(np.uint8).tobytes(), int(n)) for a, b, n in zip(seps.tolist(), seps[1:].tolist(), counts)]
+    assert got == [(p, n) for p, n in want.items() if len(p) > 1]
+    assert len(table) == 0  # emptied
 
 # --- train_from_iterator ---------------------------------------------------------------------------------------
 from bpe_nb.incremental import train_incremental  # noqa: E402

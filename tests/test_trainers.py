@@ -406,13 +406,13 @@ def test_fast_ids_past_the_surrogate_block():
 
 
 def test_fast_spans_past_16_bits(monkeypatch):
-    "A pre-token of 2**15 positions or more: `link` holds 32-bit spans (a token of 65,536 bytes forms here), and the merges stay exact."
+    "A pre-token of 2**15 positions or more: `sym` is 32-bit, for the spans inside tokens (a token of 65,536 bytes forms here), and the merges stay exact."
     import numpy as np
     counts = Counter({b"a" * 70_000: 1, b"ab" * 40: 3, b"ba": 5})
     simple = train_quiet(train_incremental_simple, counts, 256 + 40)
     assert any(len(t) == 65_536 for t in simple.vocab.values())  # a span of 65,535: past int16
-    widths, real = [], fast_merge._link
-    monkeypatch.setattr(fast_merge, "_link", lambda n, dtype: (widths.append(np.dtype(dtype)), real(n, dtype))[1])
+    widths, real = [], fast_merge._index_ids
+    monkeypatch.setattr(fast_merge, "_index_ids", lambda sym, *a: (widths.append(sym.dtype), real(sym, *a))[1])
     for small in (0, fast_merge._SMALL_MERGE, 10**9):
         assert fast_with(small, counts, 256 + 40) == simple
     assert widths == [np.dtype(np.int32)] * 3
@@ -450,25 +450,24 @@ def test_fast_restores_the_garbage_collector():
 
 @pytest.mark.parametrize("small", [0, 2, 10**9])
 def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
-    "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the pair ids, the links, the index."
+    "After every merge of the array loop, recount each pair by walking the arrays: the live counts, the pair ids, the spans in `sym`, the index."
     import numpy as np
     arrays, checked = {}, []
-    real_index, real_link, real_flat, real_small = fast_merge._index_ids, fast_merge._link, fast_merge._merge_ids, fast_merge._merge_ids_small
+    real_index, real_flat, real_small = fast_merge._index_ids, fast_merge._merge_ids, fast_merge._merge_ids_small
     def index(sym, w, pairs, pid):
         arrays.update(sym=sym, w=w, pairs=pairs, pid=pid); return real_index(sym, w, pairs, pid)
-    def link(n, *dtype):
-        la, lv = real_link(n, *dtype); arrays.update(link=lv); return la, lv
     def check():
-        sym, pid, link = (arrays[k].tolist() for k in ("sym", "pid", "link"))
-        nxt = lambda p: p + link[p] + 1  # the linked list, read from `link`'s spans (at tokens' starts)
-        prv = lambda p: p - 1 - link[p - 1]
+        sym, pid = (arrays[k].tolist() for k in ("sym", "pid"))
+        nxt = lambda p: p + max(-sym[p + 1], 1)  # the linked list, read from the spans inside tokens (as -1 - span)
+        prv = lambda p: p + min(sym[p - 1], -1)
         w = arrays["w"][np.arange(len(sym))].tolist()  # `_Weights`: each position's count, looked up
         t = arrays["pairs"]
         live, sites = Counter(), {}
         for p in range(len(sym)):
             if sym[p] < 0: assert pid[p] == -1; continue  # a separator, or inside a token
             q = nxt(p)
-            assert all(s == -2 for s in sym[p + 1:q]) and sym[q] != -2  # merged positions inside; then a token or a separator
+            assert all(s <= -2 for s in sym[p + 1:q]) and sym[q] >= -1  # merged positions inside; then a token or a separator
+            if q > p + 1: assert sym[p + 1] == sym[q - 1] == p - q  # the span, q - 1 - p, at both ends inside
             if sym[q] >= 0:
                 assert prv(q) == p
                 k = pid[p]
@@ -484,7 +483,6 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
             ids = real(*args); check(); return ids
         return merge
     monkeypatch.setattr(fast_merge, "_index_ids", index)
-    monkeypatch.setattr(fast_merge, "_link", link)
     monkeypatch.setattr(fast_merge, "_merge_ids", merged(real_flat))
     monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
