@@ -533,6 +533,7 @@ class _Candidates:
             for e in self._entries(ids[high].tolist()): heappush(heap, e)
             rest.append(ids[(c > 0) & ~high])
         if rest and len(ids := np.concatenate(rest)): self.waiting = [ids]
+        trim_heap()  # the waiting arrays read: glibc would keep them
 
     def pop(self) -> tuple[int, int] | None:
         "Pop the best live pair: `(id, count)`; None when no pair is left."
@@ -579,7 +580,7 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
     pairs = _Pairs()
     ids = _index_ids(sym, w, pairs, pid); trim_heap()
     heap = _Candidates(run, pairs, ids)
-    limit = pairs.listed * 3 // 2  # compact when the batches list half again the positions they did after the last compaction
+    limit = pairs.listed * 5 // 4  # compact when the batches list a quarter more positions than after the last compaction
     while len(run.merges) < run.planned:
         best = heap.pop()
         if best is None or run.too_rare(best[1]): break  # none left, or too rare
@@ -591,7 +592,7 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
             ids = _merge_ids(k, a, b, new, sym, w, pid, pairs)
             if pairs.hi_a[k] - pairs.lo_a[k] > _TRIM_SITES: trim_heap()  # its temporaries: glibc would keep them
         heap.add(ids)
-        if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); trim_heap(); limit = max(pairs.listed * 3 // 2, _COMPACT_FLOOR)
+        if pairs.listed > limit: pairs.compact(pid, _COMPACT_LEAST); trim_heap(); limit = max(pairs.listed * 5 // 4, _COMPACT_FLOOR)
 
 def train_incremental_fast(counts: Mapping[bytes, int],  # pre-token bytes -> count, e.g. from `count_pretokens`
                            vocab_size: int,  # total size: 256 bytes + merges + special tokens

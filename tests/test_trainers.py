@@ -487,7 +487,7 @@ def test_fast_loop_counts_stay_exact_after_every_merge(monkeypatch, small):
     monkeypatch.setattr(fast_merge, "_merge_ids_small", merged(real_small))
     monkeypatch.setattr(fast_merge, "_SMALL_MERGE", small)
     monkeypatch.setattr(fast_merge._Pairs.__init__, "__defaults__", (2,))  # the pair table grows during the loop
-    monkeypatch.setattr(fast_merge, "_COMPACT_FLOOR", 0)  # compact whenever the batches grew by half, every batch
+    monkeypatch.setattr(fast_merge, "_COMPACT_FLOOR", 0)  # compact whenever the batches grew by a quarter, every batch
     monkeypatch.setattr(fast_merge, "_COMPACT_LEAST", 0)
     real_compact, compactions = fast_merge._Pairs.compact, []
     monkeypatch.setattr(fast_merge._Pairs, "compact", lambda self, *a: (compactions.append(1), real_compact(self, *a))[1])
