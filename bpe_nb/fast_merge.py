@@ -203,6 +203,8 @@ def _anon(nbytes: int  # its size (at least 1)
     private = getattr(mmap, "MAP_PRIVATE", None)  # (Windows has no flags)
     return mmap.mmap(-1, nbytes) if private is None else mmap.mmap(-1, nbytes, flags=private | mmap.MAP_ANONYMOUS)
 
+_REMAP = sys.platform.startswith("linux")  # where a map grows in place; elsewhere a new map and a copy
+
 class _Pairs:
     "Every pair a run has seen, by id: live count, its two ids, and where its positions are listed (each a NumPy view `count` and a memoryview `count_a` of one map)."
     _FIELDS = dict(count=np.int64, x=np.int32, y=np.int32, lo=np.int32, hi=np.int32)  # lo, hi: its slice of its batch
@@ -215,8 +217,10 @@ class _Pairs:
     def _grow(self, f: str, cap: int):  # field `f` gets room for `cap` entries, the first `n` kept
         dtype, m = np.dtype(self._FIELDS[f]), self.maps.get(f)
         setattr(self, f, None); setattr(self, f + "_a", None)  # its views go, so that the map can grow where it is
-        try: m.resize(cap * dtype.itemsize)  # Linux: `mremap`, no copy; the new pages are not memory until written
-        except (AttributeError, BufferError, OSError, SystemError):  # no map yet; a view of it alive elsewhere; no `mremap`
+        try:
+            if not _REMAP: raise SystemError("no mremap")  # (Windows before 3.11 even invalidates a map it fails to resize)
+            m.resize(cap * dtype.itemsize)  # Linux: `mremap`, no copy; the new pages are not memory until written
+        except (AttributeError, BufferError, OSError, SystemError, ValueError):  # no map yet; a view of it alive elsewhere
             new = _anon(cap * dtype.itemsize)
             if m is not None: np.frombuffer(new, dtype)[:self.n] = np.frombuffer(m, dtype)[:self.n]  # the old map left as it was
             m = self.maps[f] = new
@@ -571,7 +575,9 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
               ) -> None:
     "`merge_loop` on the flat arrays by pair id: each merge goes to `_merge_ids_small` or `_merge_ids`."
     dtype = _sym_dtype(run)
-    if flat: w = _Weights(flat[1], flat[2]); (sym_a, sym), _ = _twin(flat[0]), flat.clear()  # (nothing else holds them)
+    if flat:
+        if flat[0].dtype != dtype: flat[0] = flat[0].astype(dtype)  # (a table that laid itself out in other symbols)
+        w = _Weights(flat[1], flat[2]); (sym_a, sym), _ = _twin(flat[0]), flat.clear()  # (nothing else holds them)
     else: (sym_a, sym), w = _flatten_run(run, dtype) if counts is None else _flatten_counts(counts, dtype)
     run.pretokens = None; trim_heap()  # the arrays hold them now
     short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
@@ -625,7 +631,8 @@ def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass;
     if counts is not None and not isinstance(counts, dict) and hasattr(counts, "flatten"):  # a table that lays itself out
         flat = list(counts.flatten(_sym_dtype(run))); counts = None  # (a list: `_flat_loop` empties it, so the arrays go once copied)
         symbols = len(flat[0]) - len(flat[1])
-        if 3 * len(flat[0]) < _FLAT_MAX and symbols * int(flat[2].max(initial=0)) < 2**63:  # as `_fits_flat`
+        if (len(run.vocab) + run.planned <= _FLAT_MAX and 3 * len(flat[0]) < _FLAT_MAX
+                and symbols * int(flat[2].max(initial=0)) < 2**63):  # as `_fits_flat`
             enabled = gc.isenabled()
             gc.disable()
             try: _flat_loop(run, flat=flat)
@@ -634,6 +641,7 @@ def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass;
             return
         sym, seps, n = flat[0], flat[1].tolist(), flat[2]; del flat  # too large for the arrays: the simple loop's list
         run.pretokens = [(sym[a + 1:b].astype(np.uint8).tobytes(), int(c)) for a, b, c in zip(seps, seps[1:], n)]
+        del sym, seps, n
     if counts is not None:
         if not _plain_counts(counts): raise TypeError("counts must be a dict of bytes -> non-negative int, as counting makes it")
         if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX) or max(counts.values(), default=0) >= 2**63:
