@@ -888,28 +888,39 @@ def _merge(self: CountTable, n: int,  # the length of every key
 _RESULT_BLOCK = 1 << 14  # entries put into the Counter at a time
 
 @patch
-def result(self: CountTable) -> Counter[bytes]:
-    "The total as a `Counter`, in the order the pre-tokens first occurred (the table is emptied)."
-    lengths, long = sorted(self.keys), list(self.long.items()); self.long = {}
+def _laid_out(self: CountTable,
+              gap: int,  # positions left before each pre-token, and after the last (1: room for a separator)
+              dtype,  # of the array
+              least: int = 0  # pre-tokens shorter than this are left out
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "The pre-tokens in first-occurrence order, one after another in one array, pre-token i at `offsets[i] + gap`: `(array, offsets, counts)` (the table is emptied)."
+    for n in [n for n in self.keys if n < least]: self.keys.pop(n); self.counts.pop(n); self.first.pop(n)
+    lengths, long = sorted(self.keys), [(t, e) for t, e in self.long.items() if len(t) >= least]; self.long = {}
     def column(get, last):  # one array over all lengths (in `lengths` order), then the long ones
         return np.concatenate([get(n) for n in lengths] + [np.array(last, np.int64)])
-    order = np.argsort(column(self.first.__getitem__, [e[1] for _, e in long]), kind="stable")
-    counts = column(self.counts.__getitem__, [e[0] for _, e in long])[order]
-    ends = np.cumsum(column(lambda n: np.full(len(self.keys[n]), n, np.int64), [len(t) for t, _ in long])[order])
+    order = np.argsort(column(self.first.pop, [e[1] for _, e in long]), kind="stable")  # (the ranks go once sorted)
+    counts = column(self.counts.pop, [e[0] for _, e in long])[order]
+    off = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(column(lambda n: np.full(len(self.keys[n]), n + gap, np.int64), [len(t) + gap for t, _ in long])[order],
+              out=off[1:])
     place = np.empty_like(order); place[order] = np.arange(len(order)); del order  # each entry's place in the result
-    out, i = np.empty(int(ends[-1]) if len(ends) else 0, np.uint8), 0
+    out, i = np.empty(int(off[-1]) + gap, dtype), 0
     for n in lengths:  # each length's keys go to their places, then its arrays go
-        K = self.keys.pop(n); self.counts.pop(n); self.first.pop(n)
-        starts, rows, ar = ends[place[i:i + len(K)]] - n, K.view(np.uint8).reshape(len(K), n), np.arange(n)
+        K = self.keys.pop(n)
+        starts, rows, ar = off[place[i:i + len(K)]] + gap, K.view(np.uint8).reshape(len(K), n), np.arange(n)
         for s in range(0, len(K), _GATHER_ROWS): out[starts[s:s + _GATHER_ROWS, None] + ar] = rows[s:s + _GATHER_ROWS]
         i += len(K); del K, starts, rows
-    for (t, _), p in zip(long, place[i:].tolist()): out[ends[p] - len(t):ends[p]] = np.frombuffer(t, np.uint8)
-    del place, long
+    for (t, _), p in zip(long, place[i:].tolist()): out[off[p] + gap:off[p + 1]] = np.frombuffer(t, np.uint8)
+    return out, off, counts
+
+@patch
+def result(self: CountTable) -> Counter[bytes]:
+    "The total as a `Counter`, in the order the pre-tokens first occurred (the table is emptied)."
+    out, off, counts = self._laid_out(0, np.uint8)
     blob = out.tobytes(); del out
     total = Counter()
-    for lo in range(0, len(ends), _RESULT_BLOCK):  # a block at a time: no list of every start, end and count
-        e = ends[lo:lo + _RESULT_BLOCK]
-        s = np.concatenate([ends[lo - 1:lo] if lo else [0], e[:-1]])
+    for lo in range(0, len(counts), _RESULT_BLOCK):  # a block at a time: no list of every start, end and count
+        s, e = off[lo:lo + _RESULT_BLOCK], off[lo + 1:lo + 1 + _RESULT_BLOCK]
         dict.update(total, zip(map(blob.__getitem__, map(slice, s.tolist(), e.tolist())), counts[lo:lo + len(e)].tolist()))
     return total
 
@@ -929,25 +940,8 @@ def flatten(self: CountTable,
             dtype=np.int32  # of the symbols: int16 for a loop whose ids stay below 2**15
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     "The pre-tokens of two bytes or more in first-occurrence order, as chapter 02a's loop takes them: `(sym, seps, counts)` (the table is emptied)."
-    for n in [n for n in self.keys if n < 2]: self.keys.pop(n); self.counts.pop(n); self.first.pop(n)  # no pair in them
-    lengths, long = sorted(self.keys), [(t, e) for t, e in self.long.items() if len(t) > 1]; self.long = {}
-    def column(get, last):  # one array over all lengths (in `lengths` order), then the long ones
-        return np.concatenate([get(n) for n in lengths] + [np.array(last, np.int64)])
-    order = np.argsort(column(self.first.pop, [e[1] for _, e in long]), kind="stable")  # (the ranks go once sorted)
-    counts = column(self.counts.pop, [e[0] for _, e in long])[order]
-    seps = np.zeros(len(order) + 1, np.int64)  # separator i is before pre-token i, the last one after them all
-    np.cumsum(column(lambda n: np.full(len(self.keys[n]), n + 1, np.int64), [len(t) + 1 for t, _ in long])[order],
-              out=seps[1:])
-    place = np.empty_like(order); place[order] = np.arange(len(order)); del order  # each row's place in the result
-    sym = np.empty(int(seps[-1]) + 1, dtype)
-    sym[seps] = -1
-    i = 0
-    for n in lengths:  # each length's keys go to their places, then its arrays go
-        K = self.keys.pop(n)
-        starts, rows, ar = seps[place[i:i + len(K)]] + 1, K.view(np.uint8).reshape(len(K), n), np.arange(n)
-        for s in range(0, len(K), _GATHER_ROWS): sym[starts[s:s + _GATHER_ROWS, None] + ar] = rows[s:s + _GATHER_ROWS]
-        i += len(K); del K, starts, rows
-    for (t, _), p in zip(long, place[i:].tolist()): sym[seps[p] + 1:seps[p + 1]] = np.frombuffer(t, np.uint8)
+    sym, seps, counts = self._laid_out(1, dtype, least=2)  # one position before each pre-token, and one after the last
+    sym[seps] = -1  # the separators
     return sym, seps, counts
 
 # %% ../nbs/03_parallel_chunking.ipynb #0f029df1
