@@ -577,11 +577,12 @@ def _flat_loop(run: TrainingRun,  # a run whose `pretokens` are bytes, or tuples
     dtype = _sym_dtype(run)
     if flat:
         if flat[0].dtype != dtype: flat[0] = flat[0].astype(dtype)  # (a table that laid itself out in other symbols)
-        w = _Weights(flat[1], flat[2]); (sym_a, sym), _ = _twin(flat[0]), flat.clear()  # (nothing else holds them)
+        w, (sym_a, sym) = _Weights(flat[1], flat[2]), _twin(flat[0])
+        flat.clear()  # (nothing else holds the laid-out arrays: they go)
     else: (sym_a, sym), w = _flatten_run(run, dtype) if counts is None else _flatten_counts(counts, dtype)
     run.pretokens = None; trim_heap()  # the arrays hold them now
     short = len(w.seps) < 2 or int(np.diff(w.seps).max()) <= 1 << 15  # every pre-token under 2**15 positions: 16-bit spans
-    if not short and sym.dtype == np.int16: (sym_a, sym), _ = _twin(sym.astype(np.int32)), trim_heap()  # (rare: a long pre-token)
+    if not short and sym.dtype == np.int16: sym_a, sym = _twin(sym.astype(np.int32)); trim_heap()  # (rare: a long pre-token)
     pid_a, pid = _twin(len(sym)); pid.fill(-1)
     pairs = _Pairs()
     ids = _index_ids(sym, w, pairs, pid); trim_heap()
@@ -628,27 +629,21 @@ def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass;
                     counts=None  # instead of `run.pretokens`: the count table itself, bytes -> int, or a table with `flatten` (emptied)
                    ) -> None:
     "Learn `run`'s merges (until `run.planned`) with the flat-array loop, or with the simple loop if the arrays would overflow."
+    flat = None
     if counts is not None and not isinstance(counts, dict) and hasattr(counts, "flatten"):  # a table that lays itself out
         flat = list(counts.flatten(_sym_dtype(run))); counts = None  # (a list: `_flat_loop` empties it, so the arrays go once copied)
-        symbols = len(flat[0]) - len(flat[1])
-        if (len(run.vocab) + run.planned <= _FLAT_MAX and 3 * len(flat[0]) < _FLAT_MAX
-                and symbols * int(flat[2].max(initial=0)) < 2**63):  # as `_fits_flat`
-            enabled = gc.isenabled()
-            gc.disable()
-            try: _flat_loop(run, flat=flat)
-            finally:
-                if enabled: gc.enable()
-            return
-        sym, seps, n = flat[0], flat[1].tolist(), flat[2]; del flat  # too large for the arrays: the simple loop's list
-        run.pretokens = [(sym[a + 1:b].astype(np.uint8).tobytes(), int(c)) for a, b, c in zip(seps, seps[1:], n)]
-        del sym, seps, n
+        if not (len(run.vocab) + run.planned <= _FLAT_MAX and 3 * len(flat[0]) < _FLAT_MAX
+                and (len(flat[0]) - len(flat[1])) * int(flat[2].max(initial=0)) < 2**63):  # as `_fits_flat`: too large
+            sym, seps, n = flat[0], flat[1].tolist(), flat[2]; flat = None  # the simple loop's list
+            run.pretokens = [(sym[a + 1:b].astype(np.uint8).tobytes(), int(c)) for a, b, c in zip(seps, seps[1:], n)]
+            del sym, seps, n
     if counts is not None:
         if not _plain_counts(counts): raise TypeError("counts must be a dict of bytes -> non-negative int, as counting makes it")
         if not _fits_flat(counts, len(run.vocab) + run.planned, _FLAT_MAX) or max(counts.values(), default=0) >= 2**63:
             run.pretokens = [(w, n) for w, n in counts.items() if n and len(w) > 1]; counts.clear()  # the simple loop's list
     words = run.pretokens
     symbols = sum(len(p) for p, _ in words)
-    if (len(run.vocab) + run.planned > _FLAT_MAX or 3 * (symbols + len(words)) >= _FLAT_MAX
+    if flat is None and (len(run.vocab) + run.planned > _FLAT_MAX or 3 * (symbols + len(words)) >= _FLAT_MAX
             or symbols * max((n for _, n in words), default=0) >= 2**63):  # as `_fits_flat`
         ws, freq = [list(p) for p, _ in words], [n for _, n in words]
         pair_counts, where = count_pairs(ws, freq)
@@ -657,7 +652,7 @@ def fast_merge_loop(run: TrainingRun,  # a run from `TrainingRun` or a subclass;
     del words  # (`_flat_loop` frees the run's list of pre-tokens once flattened: no reference here may keep it)
     enabled = gc.isenabled()
     gc.disable()
-    try: _flat_loop(run, counts or None)  # (a table emptied above: the run's list)
+    try: _flat_loop(run, counts or None, flat)  # (a table emptied above: the run's list)
     finally:
         if enabled: gc.enable()
 
