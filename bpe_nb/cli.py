@@ -493,7 +493,7 @@ def add_tokenizer_arguments(p: argparse.ArgumentParser,  # a subcommand's parser
                         "Mistral's tekken.json (nothing is downloaded)")
     p.add_argument("--trust-pattern", action="store_true",
                    help="run the pre-tokenizer regex the tokenizer file names even if it is not a known one (GPT-2, "
-                        "cl100k, o200k); an unknown regex can take exponential time on some texts, so only for "
+                        "cl100k, o200k, Llama 3/4, Tekken); an unknown regex can take exponential time on some texts, so only for "
                         "files you trust")
 
 # %% ../nbs/06_cli.ipynb #ae66480a
@@ -572,8 +572,8 @@ def read_tokenizer(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`
         return kind, interop.import_gpt2(*files)  # GPT-2 files name no pattern: GPT-2's is used
     except artifacts.ArtifactError as e:
         if e.kind == "untrusted-pattern":  # said for the command line, briefly
-            raise CLIError(f"cannot load tokenizer {e.path}: its pre-tokenizer regex is not a known one (GPT-2, "
-                           "cl100k, o200k) and could take exponential time; pass --trust-pattern if you trust the file") from None
+            raise CLIError(f"cannot load tokenizer {e.path}: its regex is not a known one (GPT-2, cl100k, o200k, "
+                           "Llama 3/4, Tekken) and can take exponential time; pass --trust-pattern if you trust the file") from None
         raise CLIError(f"cannot load tokenizer {e}") from None
 
 def _load(path: Path,  # a tokenizer in any of the `TOKENIZER_FORMS`

@@ -38,7 +38,9 @@ step "3/5 nbdev_test: every notebook runs green"
 nbdev_test || fail "nbdev_test: a notebook failed (see the traceback above)"
 
 step "4/5 pytest"
-python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser || fail "pytest failed (see above)"
+# One pytest process per core (at most 4), each taking whole files (their module fixtures are built once).
+jobs=$(python -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
+python -m pytest tests -q -p no:cacheprovider --ignore=tests/browser -n "$jobs" --dist loadfile || fail "pytest failed (see above)"
 
 step "5/5 docs: build the site (make docs) and check it in headless Chromium"
 if [ "${CI:-}" = "true" ] || [ -x /usr/bin/chromium ]; then
